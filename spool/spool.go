@@ -1,0 +1,84 @@
+package spool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// Spool is a store of immutable, uniquely named objects.
+//
+// Every backend gives the same guarantees: Put is create-if-absent and
+// atomic (a reader sees the whole object or nothing); putting an existing
+// name with the same bytes is a no-op, with different bytes ErrConflict;
+// List never returns temp files or partial objects.
+type Spool interface {
+	// Put creates the object name with data unless it exists. If it exists
+	// with identical bytes, Put returns nil; with different bytes, an error
+	// wrapping ErrConflict.
+	Put(ctx context.Context, name string, data []byte) error
+	// Get returns the object's bytes, or an error wrapping ErrNotFound.
+	// Objects larger than max bytes are refused with ErrTooLarge (max <= 0
+	// means DefaultMaxObject).
+	Get(ctx context.Context, name string, max int64) ([]byte, error)
+	// Stat returns the object's size, or an error wrapping ErrNotFound.
+	Stat(ctx context.Context, name string) (Info, error)
+	// List calls fn for every object whose name starts with prefix, in
+	// lexical order of name. If fn returns an error, List stops and
+	// returns it.
+	List(ctx context.Context, prefix string, fn func(Info) error) error
+	// Delete removes an object (only gc uses it). Deleting a missing
+	// object is not an error.
+	Delete(ctx context.Context, name string) error
+	// String names the spool for messages, such as "dir:/srv/spool".
+	String() string
+}
+
+// Info describes one object.
+type Info struct {
+	Name string
+	Size int64
+}
+
+// DefaultMaxObject bounds Get when the caller gives no limit.
+const DefaultMaxObject = 64 << 20
+
+var (
+	// ErrNotFound: no object has that name.
+	ErrNotFound = errors.New("object not found")
+	// ErrConflict: an object with that name exists with different bytes.
+	ErrConflict = errors.New("object exists with different content")
+	// ErrTooLarge: the object exceeds the size the caller accepts.
+	ErrTooLarge = errors.New("object too large")
+	// ErrBadName: the name breaks the naming rules (see doc.go).
+	ErrBadName = errors.New("invalid object name")
+	// ErrUnavailable: the spool cannot be reached or written right now;
+	// trying later may work.
+	ErrUnavailable = errors.New("spool unavailable")
+)
+
+// Open opens a spool from a location: a directory path, "dir:PATH",
+// "file://PATH", or (later) "s3://bucket/prefix?...".
+func Open(location string) (Spool, error) {
+	if location == "" {
+		return nil, fmt.Errorf("no spool given: pass --spool or set MUSTER_SPOOL")
+	}
+	switch {
+	case strings.HasPrefix(location, "s3://"):
+		return nil, fmt.Errorf("spool %s: the s3 backend is not built yet", location)
+	case strings.HasPrefix(location, "file://"):
+		u, err := url.Parse(location)
+		if err != nil {
+			return nil, fmt.Errorf("spool %s: %v", location, err)
+		}
+		return OpenDir(u.Path)
+	case strings.HasPrefix(location, "dir:"):
+		return OpenDir(strings.TrimPrefix(location, "dir:"))
+	}
+	if i := strings.Index(location, "://"); i > 0 {
+		return nil, fmt.Errorf("spool %s: unknown scheme %q (want a directory or s3://)", location, location[:i])
+	}
+	return OpenDir(location)
+}
