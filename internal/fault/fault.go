@@ -26,9 +26,12 @@ const (
 	// Temporary means trying again later may succeed: a lock is held, the
 	// spool is unreachable or not writable.
 	Temporary
-	// NodesFailed means the command worked but reports that nodes failed
-	// (muster report --fail-on).
+	// NodesFailed means the command worked and reports that nodes failed
+	// the generation (muster report --fail-on failed).
 	NodesFailed
+	// NodesOutstanding means the command worked and reports that nodes have
+	// not yet applied the generation (muster report --fail-on outstanding).
+	NodesOutstanding
 	// Restart means apply succeeded and installed a new muster that must
 	// be started in place of this one.
 	Restart
@@ -44,6 +47,8 @@ func (c Class) String() string {
 		return "temporary"
 	case NodesFailed:
 		return "nodes-failed"
+	case NodesOutstanding:
+		return "nodes-outstanding"
 	case Restart:
 		return "restart"
 	}

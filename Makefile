@@ -1,0 +1,42 @@
+# muster — see README.md. `make` alone lists the targets.
+.DEFAULT_GOAL := help
+
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+LDFLAGS := -X github.com/muster-tool/muster/internal/cli.version=$(VERSION)
+BIN     := bin/muster
+PREFIX  ?= /usr/local
+
+.PHONY: help build test check bench demo deb install clean
+
+help: ## list the targets
+	@awk 'BEGIN{FS=":.*## "} /^[a-z]+:.*## /{printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## build bin/muster
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/muster
+
+test: ## vet, unit tests with -race, and the testscripts (every test)
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+check: ## vet, gofmt, staticcheck if installed, man page lint
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo 'gofmt: files above need formatting'; exit 1; }
+	@if command -v staticcheck >/dev/null; then staticcheck ./...; fi
+	@if command -v mandoc >/dev/null; then mandoc -Tlint -Wwarning man/*; else echo 'mandoc not installed: man pages not linted'; fi
+
+bench: ## run the benchmarks behind the README's performance figures
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./...
+
+demo: build ## run the whole loop on a directory spool in a temp dir
+	./scripts/demo.sh $(BIN)
+
+deb: ## build the Debian package into dist/
+	./scripts/deb.sh $(VERSION)
+
+install: build ## install the binary and man pages under PREFIX
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/muster
+	for f in man/*.[1-9]; do s=$${f##*.}; install -D -m 0644 $$f $(DESTDIR)$(PREFIX)/share/man/man$$s/$${f##*/}; done
+
+clean: ## remove build output
+	rm -rf bin dist

@@ -1,0 +1,250 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/BurntSushi/toml"
+	"github.com/spf13/pflag"
+
+	"github.com/muster-tool/muster/internal/brief"
+	"github.com/muster-tool/muster/internal/enrol"
+	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/mesh"
+	"github.com/muster-tool/muster/internal/outcome"
+	"github.com/muster-tool/muster/spool"
+)
+
+func init() {
+	register(&Command{
+		Name:  "brief",
+		Usage: "muster brief [--json | --toml] [--send]\nmuster brief show NAME [--json]\nmuster brief list [--table | --json]",
+		Short: "run this host's briefing checks; show briefings (mesh)",
+		Long: `On a host, 'muster brief' runs the briefing checks and prints the briefing: one
+line per check with its status (ok, warn, failed) and detail. The checks: OS
+and version, architecture, package manager present and usable, init system,
+free space on the state and root filesystems (thresholds in the host config,
+see muster-config(5)), clock sanity, spool readable and writable, muster
+version. --send writes it to the spool, signed by the host and encrypted to
+the mesh.
+
+A briefing's outcome is computed from its lines, never stored: a node whose
+newest briefing has a failed line is enrolled but ineligible, and declare
+assigns it nothing until a newer briefing passes.
+
+On the mesh, 'brief show NAME' and 'brief list' show the newest briefing per
+node with the computed outcome.`,
+		Examples: `muster brief
+muster brief --send
+muster brief show web-1
+muster brief list --table`,
+		Global: []string{"spool", "config", "state", "root"},
+		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
+		Setup:  setupBriefHost,
+		Sub:    []*Command{cmdBriefShow(), cmdBriefList()},
+	})
+}
+
+func setupBriefHost(fs *pflag.FlagSet) func(*Env, []string) error {
+	asJSON := fs.Bool("json", false, "print the briefing as JSON")
+	asTOML := fs.Bool("toml", false, "print the briefing as TOML")
+	send := fs.Bool("send", false, "write the briefing to the spool")
+	return func(env *Env, args []string) error {
+		if err := needArgs(args, 0, 0, ""); err != nil {
+			return err
+		}
+		if *asJSON && *asTOML {
+			return fault.Usagef("--json and --toml exclude each other")
+		}
+		cfg, id, err := openHost(env)
+		if err != nil {
+			return err
+		}
+		sp, err := spool.Open(cfg.Spool)
+		if err != nil {
+			return err
+		}
+		root := env.Global.Root
+		if root == "" {
+			root = "/"
+		}
+		th := cfg.Brief.WithDefaults()
+		benv := brief.Env{Node: cfg.Node, Root: root, State: cfg.State, Spool: sp,
+			MinFreeStateMB: th.MinFreeStateMB, MinFreeRootMB: th.MinFreeRootMB, Version: Version(), Now: env.Now()}
+		if pub, err := mesh.FetchPublished(env.Ctx, sp, id.Mesh); err == nil {
+			benv.MeshCreated = pub.Created
+		}
+		var b *brief.Briefing
+		if *send {
+			b, err = enrol.SendBriefing(env.Ctx, sp, id, benv)
+			if err != nil {
+				return err
+			}
+		} else {
+			b = brief.Run(env.Ctx, benv)
+		}
+		if err := printBriefing(env.Stdio.Out, b, *asJSON, *asTOML); err != nil {
+			return err
+		}
+		if *send {
+			fmt.Fprintf(env.Stdio.Err, "muster: briefing sent to %s\n", sp)
+		}
+		return nil
+	}
+}
+
+// briefingJSON is a briefing with its computed outcome, for output only.
+type briefingJSON struct {
+	*brief.Briefing
+	Outcome string `json:"outcome"`
+}
+
+func printBriefing(w io.Writer, b *brief.Briefing, asJSON, asTOML bool) error {
+	switch {
+	case asJSON:
+		return writeJSON(w, briefingJSON{b, eligibilityWord(b)})
+	case asTOML:
+		return toml.NewEncoder(w).Encode(b)
+	}
+	fmt.Fprintf(w, "briefing of %s at %s: %s\n", b.Node, b.Time.UTC().Format("2006-01-02 15:04:05 UTC"), eligibilityWord(b))
+	for _, l := range b.Lines {
+		fmt.Fprintf(w, "  %-7s %-16s %s\n", l.Status, l.ID, l.Detail)
+	}
+	return nil
+}
+
+func eligibilityWord(b *brief.Briefing) string {
+	if b.Eligible() {
+		return "eligible"
+	}
+	return "ineligible"
+}
+
+// eligibility describes a node's newest briefing for listings.
+func eligibility(b *brief.Briefing) (string, []outcome.Line) {
+	if b == nil {
+		return "no briefing", nil
+	}
+	if b.Eligible() {
+		return "eligible", nil
+	}
+	return "ineligible", outcome.FailedLines(b.Lines)
+}
+
+func cmdBriefShow() *Command {
+	return &Command{
+		Name:     "show",
+		Usage:    "muster brief show NAME [--json]",
+		Short:    "show a node's newest briefing (mesh)",
+		Long:     "Show the newest briefing of node NAME with its outcome, computed from its lines. Pending join requests are admitted first.",
+		Examples: "muster brief show web-1",
+		Global:   []string{"mesh", "spool"},
+		Exits:    []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
+		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
+			asJSON := fs.Bool("json", false, "print the briefing as JSON")
+			return func(env *Env, args []string) error {
+				if err := needArgs(args, 1, 1, "node NAME"); err != nil {
+					return err
+				}
+				m, err := openMesh(env)
+				if err != nil {
+					return err
+				}
+				reg, err := admitPending(env, m)
+				if err != nil {
+					return err
+				}
+				id := reg.Enrolled(args[0])
+				if id == nil {
+					return fault.WithHint(fmt.Errorf("node %s is not enrolled", args[0]), "see: muster enrol list")
+				}
+				briefs, _, err := reg.Briefings(env.Ctx, m)
+				if err != nil {
+					return err
+				}
+				b := briefs[id.NodeID]
+				if b == nil {
+					return fmt.Errorf("node %s has sent no briefing yet", args[0])
+				}
+				return printBriefing(env.Stdio.Out, b, *asJSON, false)
+			}
+		},
+	}
+}
+
+func cmdBriefList() *Command {
+	return &Command{
+		Name:     "list",
+		Usage:    "muster brief list [--table | --json]",
+		Short:    "list every node's newest briefing outcome (mesh)",
+		Long:     "List every enrolled node with the outcome of its newest briefing and the failed lines of ineligible nodes. Pending join requests are admitted first.",
+		Examples: "muster brief list --table",
+		Global:   []string{"mesh", "spool"},
+		Exits:    []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
+		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
+			table := fs.Bool("table", false, "a table for people")
+			asJSON := fs.Bool("json", false, "versioned JSON for machines")
+			return func(env *Env, args []string) error {
+				if err := needArgs(args, 0, 0, ""); err != nil {
+					return err
+				}
+				m, err := openMesh(env)
+				if err != nil {
+					return err
+				}
+				reg, err := admitPending(env, m)
+				if err != nil {
+					return err
+				}
+				briefs, refused, err := reg.Briefings(env.Ctx, m)
+				if err != nil {
+					return err
+				}
+				for _, r := range refused {
+					env.Warnf("%s", r)
+				}
+				type row struct {
+					Name        string         `json:"name"`
+					NodeID      string         `json:"node_id"`
+					Time        string         `json:"time,omitempty"`
+					Outcome     string         `json:"outcome"`
+					FailedLines []outcome.Line `json:"failed_lines,omitempty"`
+				}
+				var rows []row
+				for _, id := range reg.Active() {
+					b := briefs[id.NodeID]
+					r := row{Name: id.Name, NodeID: id.NodeID}
+					r.Outcome, r.FailedLines = eligibility(b)
+					if b != nil {
+						r.Time = b.Time.UTC().Format("2006-01-02T15:04:05Z")
+					}
+					rows = append(rows, r)
+				}
+				switch {
+				case *asJSON:
+					if rows == nil {
+						rows = []row{}
+					}
+					return writeJSON(env.Stdio.Out, map[string]any{"version": 1, "briefings": rows})
+				case *table:
+					var t [][]string
+					for _, r := range rows {
+						out := r.Outcome
+						for _, l := range r.FailedLines {
+							out += "\n" + l.ID + ": " + l.Detail
+						}
+						t = append(t, []string{r.Name, shortID(r.NodeID), r.Time, out})
+					}
+					return renderTable(env.Stdio.Out, []string{"NODE", "IDENTITY", "BRIEFED", "OUTCOME"}, t)
+				}
+				for _, r := range rows {
+					fmt.Fprintf(env.Stdio.Out, "%s %s\n", r.Name, r.Outcome)
+					for _, l := range r.FailedLines {
+						fmt.Fprintf(env.Stdio.Out, "  failed %s: %s\n", l.ID, l.Detail)
+					}
+				}
+				return nil
+			}
+		},
+	}
+}

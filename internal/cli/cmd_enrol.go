@@ -1,0 +1,391 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/muster-tool/muster/internal/enrol"
+	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/outcome"
+)
+
+func init() {
+	register(&Command{
+		Name:  "enrol",
+		Short: "enrol hosts: issue tokens, admit, revoke, list, join",
+		Long:  "Enrolment decides which host identities the mesh trusts. The operator issues a token for a node name; the host joins with it; the mesh admits the join request (declare and report do this implicitly).",
+		Sub:   []*Command{cmdEnrolIssue(), cmdEnrolAdmit(), cmdEnrolRevoke(), cmdEnrolList(), cmdEnrolJoin()},
+	})
+}
+
+func sortStrings(s []string) { sort.Strings(s) }
+
+func cmdEnrolIssue() *Command {
+	return &Command{
+		Name:  "issue",
+		Usage: "muster enrol issue NAME [--reenrol] [--expires DURATION] [--label KEY=VALUE]...",
+		Short: "issue a one-time enrolment token for a node name",
+		Long: `Print a one-time enrolment token for node NAME on stdout. The token is shown
+once: the spool keeps only a verifier, never the token, so no command can
+print it again. Carry it by hand to the host and give it to
+'muster enrol join' on standard input.
+
+The token is one line under 200 characters starting with MUSTER-JOIN- and
+carries a checksum, so a mistyped token is caught before anything is sent. It
+holds the node name, a one-time proof key, the fingerprint of the mesh's
+public keys (the host pins them) and the expiry.
+
+A token for a name that is already enrolled must be issued with --reenrol:
+admitting it revokes the previous identity. Whether a token is a re-enrolment
+is fixed here and cannot be changed by the host.`,
+		Examples: `# a token valid for one day, for a web server
+muster enrol issue web-1 --expires 24h --label role=web > web-1.token
+
+# a rebuilt host keeps its name; its old identity is revoked on admission
+muster enrol issue web-1 --reenrol`,
+		Global: []string{"mesh", "spool"},
+		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
+		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
+			reenrol := fs.Bool("reenrol", false, "re-enrol a node that is already enrolled (revokes its identity on admission)")
+			expires := fs.Duration("expires", enrol.DefaultExpiry, "how long the token stays valid")
+			labels := fs.StringArray("label", nil, "a label `KEY=VALUE` for the node (repeatable)")
+			return func(env *Env, args []string) error {
+				if err := needArgs(args, 1, 1, "node NAME"); err != nil {
+					return err
+				}
+				lm := map[string]string{}
+				for _, l := range *labels {
+					k, v, ok := strings.Cut(l, "=")
+					if !ok {
+						return fault.Usagef("--label %q: want KEY=VALUE", l)
+					}
+					lm[k] = v
+				}
+				m, err := openMesh(env)
+				if err != nil {
+					return err
+				}
+				reg, err := enrol.LoadRegistry(env.Ctx, m)
+				if err != nil {
+					return err
+				}
+				tok, err := enrol.Issue(env.Ctx, m, reg, enrol.IssueOptions{Name: args[0], Reenrol: *reenrol, Expires: *expires, Labels: lm, Now: env.Now()})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(env.Stdio.Out, tok.String())
+				kind := "token"
+				if *reenrol {
+					kind = "re-enrolment token"
+				}
+				fmt.Fprintf(env.Stdio.Err, "muster: %s for %s issued; valid until %s; it is shown only this once\n", kind, args[0], tok.Expires.Format(time.RFC3339))
+				return nil
+			}
+		},
+	}
+}
+
+func cmdEnrolAdmit() *Command {
+	return &Command{
+		Name:  "admit",
+		Usage: "muster enrol admit",
+		Short: "admit pending join requests",
+		Long: `Admit every pending join request in the spool. Each is checked: the proof
+was made with the token it names, the token was issued by this mesh, has not
+expired and was not used before, and a plain token does not take over an
+enrolled name. Admitting a re-enrolment revokes the previous identity at that
+moment. Each admission is one atomic write, so nothing is ever half-admitted;
+each refusal is printed with its reason and recorded, so it is decided once.
+
+'muster declare' and 'muster report' admit pending requests themselves.`,
+		Examples: "muster enrol admit",
+		Global:   []string{"mesh", "spool"},
+		Exits:    []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
+		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
+			return func(env *Env, args []string) error {
+				if err := needArgs(args, 0, 0, ""); err != nil {
+					return err
+				}
+				m, err := openMesh(env)
+				if err != nil {
+					return err
+				}
+				res, _, err := enrol.Admit(env.Ctx, m, env.Now())
+				if err != nil {
+					return err
+				}
+				for _, a := range res.Admitted {
+					fmt.Fprintf(env.Stdio.Out, "admitted %s as identity %s%s\n", a.Name, a.NodeID, replacesNote(a.Replaces))
+				}
+				for _, r := range res.Refused {
+					fmt.Fprintf(env.Stdio.Err, "muster: error: %s\n", r)
+				}
+				if len(res.Admitted) == 0 && len(res.Refused) == 0 {
+					fmt.Fprintln(env.Stdio.Out, "no pending join requests")
+				}
+				if len(res.Refused) > 0 {
+					return quietly(fault.Refused)
+				}
+				return nil
+			}
+		},
+	}
+}
+
+func cmdEnrolRevoke() *Command {
+	return &Command{
+		Name:  "revoke",
+		Usage: "muster enrol revoke NAME [--reason TEXT]",
+		Short: "decommission a node: its identity is refused from then on",
+		Long: `Revoke the current identity of node NAME. From then on its briefings and
+reports are refused and declare encrypts nothing to it. To bring the host
+back, issue it a new token.`,
+		Examples: "muster enrol revoke web-1 --reason 'disk replaced, host rebuilt elsewhere'",
+		Global:   []string{"mesh", "spool"},
+		Exits:    []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
+		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
+			reason := fs.String("reason", "decommissioned", "why, as `TEXT` kept with the revocation")
+			return func(env *Env, args []string) error {
+				if err := needArgs(args, 1, 1, "node NAME"); err != nil {
+					return err
+				}
+				m, err := openMesh(env)
+				if err != nil {
+					return err
+				}
+				reg, err := admitPending(env, m)
+				if err != nil {
+					return err
+				}
+				id, err := enrol.Revoke(env.Ctx, m, reg, args[0], *reason, env.Now())
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(env.Stdio.Out, "revoked %s (identity %s)\n", id.Name, id.NodeID)
+				return nil
+			}
+		},
+	}
+}
+
+// listJSONVersion is the version of `enrol list --json`.
+const listJSONVersion = 1
+
+type listNode struct {
+	Name        string            `json:"name"`
+	NodeID      string            `json:"node_id,omitempty"`
+	EnrolledAt  *time.Time        `json:"enrolled_at,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Eligibility string            `json:"eligibility"`
+	FailedLines []outcome.Line    `json:"failed_lines,omitempty"`
+	Revoked     []listRevoked     `json:"revoked,omitempty"`
+}
+
+type listRevoked struct {
+	NodeID    string    `json:"node_id"`
+	RevokedAt time.Time `json:"revoked_at"`
+	Reason    string    `json:"reason"`
+}
+
+func cmdEnrolList() *Command {
+	return &Command{
+		Name:  "list",
+		Usage: "muster enrol list [--table | --json]",
+		Short: "list enrolled nodes, their eligibility and revoked identities",
+		Long: `List every node ever enrolled: name, identity fingerprint, when it was
+enrolled, labels, eligibility computed from its newest briefing (eligible,
+ineligible, decommissioned, or no briefing yet), and its revoked identities
+with dates. Pending join requests are admitted first.
+
+--json output is versioned: {"version": 1, "nodes": [{"name", "node_id",
+"enrolled_at", "labels", "eligibility", "failed_lines", "revoked": [{"node_id",
+"revoked_at", "reason"}]}]}.`,
+		Examples: "muster enrol list --table\nmuster enrol list --json | jq -r '.nodes[] | select(.eligibility == \"ineligible\") | .name'",
+		Global:   []string{"mesh", "spool"},
+		Exits:    []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
+		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
+			table := fs.Bool("table", false, "a table for people")
+			asJSON := fs.Bool("json", false, "versioned JSON for machines")
+			return func(env *Env, args []string) error {
+				if err := needArgs(args, 0, 0, ""); err != nil {
+					return err
+				}
+				if *table && *asJSON {
+					return fault.Usagef("--table and --json exclude each other")
+				}
+				m, err := openMesh(env)
+				if err != nil {
+					return err
+				}
+				reg, err := admitPending(env, m)
+				if err != nil {
+					return err
+				}
+				briefs, refused, err := reg.Briefings(env.Ctx, m)
+				if err != nil {
+					return err
+				}
+				for _, r := range refused {
+					env.Warnf("%s", r)
+				}
+				var nodes []listNode
+				for _, name := range reg.Names() {
+					n := reg.Nodes[name]
+					ln := listNode{Name: name}
+					for _, p := range n.Past {
+						ln.Revoked = append(ln.Revoked, listRevoked{p.NodeID, p.RevokedAt, p.RevokeReason})
+					}
+					if c := n.Current; c != nil {
+						if c.Revoked() {
+							ln.Revoked = append(ln.Revoked, listRevoked{c.NodeID, c.RevokedAt, c.RevokeReason})
+							ln.Eligibility = "decommissioned"
+						} else {
+							at := c.AdmittedAt
+							ln.NodeID, ln.EnrolledAt, ln.Labels = c.NodeID, &at, c.Labels
+							ln.Eligibility, ln.FailedLines = eligibility(briefs[c.NodeID])
+						}
+					}
+					nodes = append(nodes, ln)
+				}
+				return printList(env.Stdio.Out, nodes, *table, *asJSON, env.Now())
+			}
+		},
+	}
+}
+
+func printList(w io.Writer, nodes []listNode, table, asJSON bool, now time.Time) error {
+	if asJSON {
+		if nodes == nil {
+			nodes = []listNode{}
+		}
+		return writeJSON(w, map[string]any{"version": listJSONVersion, "nodes": nodes})
+	}
+	if table {
+		var rows [][]string
+		for _, n := range nodes {
+			enrolled := ""
+			if n.EnrolledAt != nil {
+				enrolled = n.EnrolledAt.UTC().Format("2006-01-02 15:04")
+			}
+			status := n.Eligibility
+			for _, l := range n.FailedLines {
+				status += "\n" + l.ID + ": " + l.Detail
+			}
+			var rev []string
+			for _, r := range n.Revoked {
+				rev = append(rev, shortID(r.NodeID)+" "+r.RevokedAt.UTC().Format("2006-01-02"))
+			}
+			rows = append(rows, []string{n.Name, shortID(n.NodeID), enrolled, labelsString(n.Labels), status, strings.Join(rev, "\n")})
+		}
+		return renderTable(w, []string{"NODE", "IDENTITY", "ENROLLED", "LABELS", "ELIGIBILITY", "REVOKED"}, rows)
+	}
+	if len(nodes) == 0 {
+		fmt.Fprintln(w, "no nodes enrolled")
+		return nil
+	}
+	for _, n := range nodes {
+		fmt.Fprintf(w, "%s %s %s", n.Name, orDash(n.NodeID), n.Eligibility)
+		if len(n.Labels) > 0 {
+			fmt.Fprintf(w, " %s", labelsString(n.Labels))
+		}
+		if len(n.Revoked) > 0 {
+			fmt.Fprintf(w, " (%d revoked identities)", len(n.Revoked))
+		}
+		fmt.Fprintln(w)
+		for _, l := range n.FailedLines {
+			fmt.Fprintf(w, "  failed %s: %s\n", l.ID, l.Detail)
+		}
+	}
+	return nil
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func cmdEnrolJoin() *Command {
+	return &Command{
+		Name:  "join",
+		Usage: "muster enrol join --spool SPOOL [--token-file FILE] [--force] < TOKEN",
+		Short: "join this host to the mesh with a token (host side)",
+		Long: `Join this host to the mesh. The token is read from standard input, or from
+--token-file; never from the command line, where shell history and ps would
+keep it. Whitespace around a pasted token is ignored.
+
+join checks the token's checksum and expiry, reads the mesh's public keys from
+the spool and pins them only if they match the fingerprint the token carries,
+creates the host's key pair in the state directory (keys 0600, directory
+0700), writes the host config (--config: spool, node name, state directory),
+runs and sends a briefing, and writes the join request, signed by the host key
+and by the token's proof and encrypted to the mesh. The mesh admits it on its
+next admit, declare or report.
+
+Joining over a state directory that already holds an identity is refused
+unless --force. If join fails, the identity and config it created are removed.`,
+		Examples: `# paste the token when asked, then Ctrl-D
+muster enrol join --spool /mnt/spool
+# or from a file carried on a USB stick
+muster enrol join --spool s3://fleet/spool --token-file /media/usb/web-1.token`,
+		Global: []string{"spool", "config", "state", "root"},
+		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
+		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
+			tokenFile := fs.String("token-file", "", "read the token from `FILE` instead of standard input")
+			force := fs.Bool("force", false, "replace an identity already in the state directory")
+			return func(env *Env, args []string) error {
+				if err := needArgs(args, 0, 0, ""); err != nil {
+					return fault.WithHint(err, "the token is read from standard input or --token-file, never from the command line")
+				}
+				var raw []byte
+				var err error
+				if *tokenFile != "" && *tokenFile != "-" {
+					raw, err = os.ReadFile(*tokenFile)
+				} else {
+					raw, err = io.ReadAll(io.LimitReader(env.Stdio.In, 4096))
+				}
+				if err != nil {
+					return err
+				}
+				if strings.TrimSpace(string(raw)) == "" {
+					return fault.Usagef("no token on standard input: pipe it in or use --token-file FILE")
+				}
+				root := env.Global.Root
+				if root == "" {
+					root = "/"
+				}
+				res, err := enrol.Join(env.Ctx, enrol.JoinOptions{
+					Token: string(raw), Spool: env.Global.Spool, Config: env.Global.Config, State: env.Global.State,
+					Root: root, Force: *force, Version: Version(), Now: env.Now(),
+				})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(env.Stdio.Out, "joined as %s (identity %s); the mesh admits it on its next admit, declare or report\n", res.Name, res.NodeID)
+				if res.Briefing.Eligible() {
+					fmt.Fprintln(env.Stdio.Out, "briefing: eligible")
+				} else {
+					fmt.Fprintln(env.Stdio.Out, "briefing: ineligible (the node is enrolled but gets no declaration until a briefing passes):")
+					for _, l := range outcome.FailedLines(res.Briefing.Lines) {
+						fmt.Fprintf(env.Stdio.Out, "  failed %s: %s\n", l.ID, l.Detail)
+					}
+				}
+				return nil
+			}
+		},
+	}
+}

@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+	"golang.org/x/term"
+
+	"github.com/muster-tool/muster/internal/enrol"
+	"github.com/muster-tool/muster/internal/host"
+	"github.com/muster-tool/muster/internal/mesh"
+)
+
+// openMesh opens the mesh directory and shows any key-permission warnings.
+func openMesh(env *Env) (*mesh.Mesh, error) {
+	m, err := mesh.Open(env.Ctx, env.Global.Mesh, env.Global.Spool)
+	if m != nil {
+		env.Warn(m.Warnings)
+	}
+	return m, err
+}
+
+// openHost loads the host config and identity.
+func openHost(env *Env) (*host.Config, *host.Identity, error) {
+	cfg, err := host.LoadConfig(env.Global.Config)
+	if err != nil {
+		return nil, nil, err
+	}
+	if env.Changed("state") {
+		cfg.State = env.Global.State
+	}
+	if env.Changed("spool") || (cfg.Spool == "" && env.Global.Spool != "") {
+		cfg.Spool = env.Global.Spool
+	}
+	id, err := host.LoadIdentity(cfg)
+	if id != nil {
+		env.Warn(id.Warnings)
+	}
+	return cfg, id, err
+}
+
+// admitPending runs the implicit admission of declare and report and says
+// what it decided on stderr.
+func admitPending(env *Env, m *mesh.Mesh) (*enrol.Registry, error) {
+	res, reg, err := enrol.Admit(env.Ctx, m, env.Now())
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range res.Admitted {
+		fmt.Fprintf(env.Stdio.Err, "muster: admitted %s as identity %s%s\n", a.Name, a.NodeID, replacesNote(a.Replaces))
+	}
+	for _, r := range res.Refused {
+		env.Warnf("%s", r)
+	}
+	return reg, nil
+}
+
+func replacesNote(old string) string {
+	if old == "" {
+		return ""
+	}
+	return " (identity " + old + " revoked)"
+}
+
+// writeJSON writes v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// renderTable draws a table for people.
+func renderTable(w io.Writer, header []string, rows [][]string) error {
+	t := tablewriter.NewTable(w,
+		tablewriter.WithHeader(header),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithRowAutoWrap(tw.WrapNormal),
+		tablewriter.WithMaxWidth(80),
+	)
+	for _, r := range rows {
+		if err := t.Append(r); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// when shows a time as absolute UTC and its age, with no threshold.
+func when(t, now time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return t.UTC().Format("2006-01-02 15:04 UTC") + " (" + ago(now.Sub(t)) + ")"
+}
+
+func ago(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "in the future"
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+}
+
+// labelsString renders labels as k=v,k=v in key order.
+func labelsString(l map[string]string) string {
+	if len(l) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	sortStrings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, k+"="+l[k])
+	}
+	return strings.Join(parts, ",")
+}

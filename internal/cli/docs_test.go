@@ -1,0 +1,154 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// leaves returns every runnable command.
+func leaves() []*Command {
+	var out []*Command
+	for _, c := range commands() {
+		if len(c.Sub) == 0 || c.Setup != nil {
+			out = append(out, c)
+		}
+		out = append(out, c.Sub...)
+	}
+	return out
+}
+
+// flagsOf builds a command's flag set; a flag defined twice panics in pflag,
+// which the test reports.
+func flagsOf(t *testing.T, c *Command) (names []string) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("muster %s: defining flags: %v", c.Path(), r)
+		}
+	}()
+	fs := newFlagSet(c, &Globals{})
+	c.Setup(fs)
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Name != "help" {
+			names = append(names, f.Name)
+		}
+	})
+	return names
+}
+
+func TestEveryCommandIsDocumented(t *testing.T) {
+	for _, c := range leaves() {
+		if c.Short == "" || c.Usage == "" || c.Long == "" || c.Examples == "" {
+			t.Errorf("muster %s: short help, usage, long help and examples are all required", c.Path())
+		}
+		if !strings.HasPrefix(c.Usage, "muster "+c.Path()) {
+			t.Errorf("muster %s: usage %q does not start with the command", c.Path(), c.Usage)
+		}
+		if strings.HasSuffix(c.Short, ".") || strings.ToLower(c.Short[:1]) != c.Short[:1] {
+			t.Errorf("muster %s: short help %q: lowercase, no trailing period", c.Path(), c.Short)
+		}
+		if c.Setup == nil {
+			t.Errorf("muster %s: no Setup", c.Path())
+			continue
+		}
+		flagsOf(t, c)
+	}
+}
+
+var manFlag = regexp.MustCompile(`Fl \\-([a-z][a-z0-9-]*)`)
+
+// TestManPagesMatchFlags fails when a flag exists in code but not in its man
+// page's OPTIONS section, or the reverse.
+func TestManPagesMatchFlags(t *testing.T) {
+	pages := map[string][]*Command{}
+	for _, c := range leaves() {
+		page := "muster-" + strings.SplitN(c.Path(), " ", 2)[0] + ".1"
+		pages[page] = append(pages[page], c)
+	}
+	for page, cmds := range pages {
+		data, err := os.ReadFile(filepath.Join("..", "..", "man", page))
+		if err != nil {
+			t.Errorf("%s: %v (every command needs a man page)", page, err)
+			continue
+		}
+		options := section(string(data), "OPTIONS")
+		inMan := map[string]bool{}
+		for _, m := range manFlag.FindAllStringSubmatch(options, -1) {
+			inMan[m[1]] = true
+		}
+		inCode := map[string]bool{}
+		for _, c := range cmds {
+			for _, f := range flagsOf(t, c) {
+				inCode[f] = true
+			}
+		}
+		for f := range inCode {
+			if !inMan[f] {
+				t.Errorf("man/%s: flag --%s exists in code but not in the OPTIONS section", page, f)
+			}
+		}
+		for f := range inMan {
+			if !inCode[f] && f != "help" {
+				t.Errorf("man/%s: OPTIONS documents --%s, which no command of that page has", page, f)
+			}
+		}
+	}
+}
+
+// section returns the text of one .Sh section of an mdoc page.
+func section(page, name string) string {
+	_, after, ok := strings.Cut(page, "\n.Sh "+name+"\n")
+	if !ok {
+		return ""
+	}
+	if i := strings.Index(after, "\n.Sh "); i >= 0 {
+		after = after[:i]
+	}
+	return after
+}
+
+// TestExitStatusTableMatchesManPage keeps muster(1)'s EXIT STATUS section
+// and the exit status table in exit.go in step.
+func TestExitStatusTableMatchesManPage(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "man", "muster.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := section(string(data), "EXIT STATUS")
+	var inMan []string
+	for _, l := range strings.Split(sec, "\n") {
+		if code, ok := strings.CutPrefix(l, ".It "); ok {
+			inMan = append(inMan, code)
+		}
+	}
+	var inCode []string
+	for _, e := range exitStatus {
+		inCode = append(inCode, fmt.Sprint(e.Code))
+	}
+	sort.Strings(inMan)
+	if strings.Join(inMan, ",") != strings.Join(inCode, ",") {
+		t.Errorf("muster(1) EXIT STATUS lists %v, exit.go has %v", inMan, inCode)
+	}
+}
+
+// TestEveryCommandIsListedInMusterPage keeps muster(1)'s COMMANDS section
+// complete.
+func TestEveryCommandIsListedInMusterPage(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "man", "muster.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := section(string(data), "COMMANDS")
+	for _, c := range leaves() {
+		if !strings.Contains(sec, ".It Ic "+c.Path()+"\n") {
+			t.Errorf("muster(1) COMMANDS does not list %q", c.Path())
+		}
+	}
+}

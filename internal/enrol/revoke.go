@@ -1,0 +1,34 @@
+package enrol
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/muster-tool/muster/internal/bundle"
+	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/mesh"
+	"github.com/muster-tool/muster/spool"
+)
+
+// Revoke decommissions node name: its current identity is refused from
+// then on, and nothing is encrypted to it any more.
+func Revoke(ctx context.Context, m *mesh.Mesh, reg *Registry, name, reason string, now time.Time) (*Identity, error) {
+	id := reg.Enrolled(name)
+	if id == nil {
+		if n := reg.Nodes[name]; n != nil {
+			return nil, fmt.Errorf("node %s has no trusted identity: it was revoked already", name)
+		}
+		return nil, fault.WithHint(fmt.Errorf("node %s is not enrolled", name), "see the enrolled nodes with: muster enrol list")
+	}
+	rv := Revocation{Version: recordVersion, NodeID: id.NodeID, Name: name, RevokedAt: now.UTC(), Reason: reason}
+	data, err := bundle.SealTOML(rv, revokeCtx(id.NodeID), m.Pair.Sign, m.Pair.Age.Recipient())
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Spool.Put(ctx, spool.RevokeName(id.NodeID), data); err != nil {
+		return nil, err
+	}
+	id.RevokedAt, id.RevokeReason = rv.RevokedAt, reason
+	return id, nil
+}

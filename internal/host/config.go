@@ -1,0 +1,180 @@
+// Package host owns an enrolled host's own files: the host config (where the
+// spool is, the node name, the state directory, briefing thresholds) and the
+// state directory holding the host's key pair and the mesh keys it pinned at
+// enrolment.
+package host
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/muster-tool/muster/internal/atomicfile"
+	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/keys"
+)
+
+// Config is the host config file (muster-config(5)).
+type Config struct {
+	// Spool is where the mesh's spool is (a directory or s3:// URL).
+	Spool string `toml:"spool"`
+	// Node is this host's node name.
+	Node string `toml:"node"`
+	// State is the state directory.
+	State string `toml:"state"`
+	// Brief holds briefing thresholds.
+	Brief BriefConfig `toml:"brief"`
+}
+
+// BriefConfig sets the thresholds of briefing checks.
+type BriefConfig struct {
+	// MinFreeStateMB and MinFreeRootMB: below these, the free-space
+	// lines fail. Defaults 64 and 256.
+	MinFreeStateMB int64 `toml:"min_free_state_mb,omitempty"`
+	MinFreeRootMB  int64 `toml:"min_free_root_mb,omitempty"`
+}
+
+// Defaults for BriefConfig.
+const (
+	DefaultMinFreeStateMB = 64
+	DefaultMinFreeRootMB  = 256
+)
+
+// WithDefaults fills in unset thresholds.
+func (b BriefConfig) WithDefaults() BriefConfig {
+	if b.MinFreeStateMB == 0 {
+		b.MinFreeStateMB = DefaultMinFreeStateMB
+	}
+	if b.MinFreeRootMB == 0 {
+		b.MinFreeRootMB = DefaultMinFreeRootMB
+	}
+	return b
+}
+
+// LoadConfig reads and checks the host config file.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fault.WithHint(fmt.Errorf("host config %s does not exist", path),
+			"enrol this host first: muster enrol join --config "+path+" < token-file")
+	}
+	if err != nil {
+		return nil, err
+	}
+	var c Config
+	md, err := toml.Decode(string(data), &c)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("%s:%d: %s", path, pe.Position.Line, pe.Message)
+		}
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		return nil, fmt.Errorf("%s: unknown key %q", path, und[0].String())
+	}
+	for _, f := range []struct{ key, val string }{{"spool", c.Spool}, {"node", c.Node}, {"state", c.State}} {
+		if f.val == "" {
+			return nil, fmt.Errorf("%s: missing key %q", path, f.key)
+		}
+	}
+	return &c, nil
+}
+
+// WriteConfig writes the host config atomically.
+func WriteConfig(path string, c *Config) error {
+	var buf bytes.Buffer
+	buf.WriteString("# muster host config, written by muster enrol join; see muster-config(5)\n")
+	if err := toml.NewEncoder(&buf).Encode(c); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// Identity is what a host holds in its state directory: its key pair, its
+// node id, and the mesh keys it pinned.
+type Identity struct {
+	Node     string
+	Pair     *keys.Pair
+	Mesh     keys.Public
+	Warnings []string
+}
+
+// NodeID is the host's opaque id in the spool.
+func (id *Identity) NodeID() string { return id.Pair.Public().Fingerprint() }
+
+const pinnedFile = "mesh.pub"
+
+// pinned is the on-disk form of the pinned mesh keys.
+type pinned struct {
+	Mesh keys.Public `toml:"mesh"`
+}
+
+// WriteIdentity stores a new identity in the state directory (keys 0600,
+// directory 0700). It refuses to overwrite an existing identity.
+func WriteIdentity(state string, pair *keys.Pair, mesh keys.Public) error {
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		return err
+	}
+	if err := os.Chmod(state, 0o700); err != nil {
+		return err
+	}
+	if err := keys.Write(state, "host", pair); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := toml.NewEncoder(&buf).Encode(pinned{Mesh: mesh}); err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(state, pinnedFile), buf.Bytes(), 0o600)
+}
+
+// HasIdentity reports whether the state directory already holds a host
+// identity.
+func HasIdentity(state string) bool {
+	if keys.Exists(state, "host") {
+		return true
+	}
+	_, err := os.Stat(filepath.Join(state, pinnedFile))
+	return err == nil
+}
+
+// RemoveIdentity deletes the identity files (join --force, or cleanup
+// after a failed join).
+func RemoveIdentity(state string) error {
+	for _, f := range []string{"host.age", "host.sign", pinnedFile} {
+		if err := os.Remove(filepath.Join(state, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// LoadIdentity reads the identity from the state directory named in c.
+func LoadIdentity(c *Config) (*Identity, error) {
+	pair, warnings, err := keys.Load(c.State, "host")
+	if err != nil {
+		return nil, fault.WithHint(err, "this host is not enrolled: muster enrol join")
+	}
+	path := filepath.Join(c.State, pinnedFile)
+	var p pinned
+	md, err := toml.DecodeFile(path, &p)
+	if err != nil {
+		return nil, fmt.Errorf("pinned mesh keys %s: %v", path, err)
+	}
+	if len(md.Undecoded()) > 0 {
+		return nil, fmt.Errorf("pinned mesh keys %s: unknown key %q", path, md.Undecoded()[0].String())
+	}
+	if err := p.Mesh.Check(); err != nil {
+		return nil, fmt.Errorf("pinned mesh keys %s: %v", path, err)
+	}
+	return &Identity{Node: c.Node, Pair: pair, Mesh: p.Mesh, Warnings: warnings}, nil
+}

@@ -1,0 +1,196 @@
+// Package keys owns muster's key pairs and how they are kept on disk.
+//
+// The mesh and every host hold one Pair: an age X25519 identity (others
+// encrypt to it) and an ed25519 signing key (it signs what it writes). Secret
+// halves live in files created with O_EXCL and mode 0600 in a 0700
+// directory; loading a secret file that others can read returns a warning.
+// A Public is what others pin: the age recipient and the ed25519 public key,
+// and a Fingerprint derived from both that names the holder in the spool.
+package keys
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"filippo.io/age"
+
+	"github.com/muster-tool/muster/internal/atomicfile"
+)
+
+const (
+	signSecretPrefix = "MUSTER-SIGN-SECRET-KEY-1:"
+	signPublicPrefix = "ed25519:"
+)
+
+// Pair is a key pair: an age identity and an ed25519 signing key.
+type Pair struct {
+	Age  *age.X25519Identity
+	Sign ed25519.PrivateKey
+}
+
+// Public is the public half of a Pair as text, the way it is pinned and
+// published.
+type Public struct {
+	Age  string `toml:"age" json:"age"`   // age1...
+	Sign string `toml:"sign" json:"sign"` // ed25519:BASE64
+}
+
+// Generate makes a new Pair.
+func Generate() (*Pair, error) {
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		return nil, err
+	}
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	return &Pair{Age: id, Sign: priv}, nil
+}
+
+// Public returns the public half.
+func (p *Pair) Public() Public {
+	return Public{
+		Age:  p.Age.Recipient().String(),
+		Sign: EncodeSignPublic(p.Sign.Public().(ed25519.PublicKey)),
+	}
+}
+
+// EncodeSignPublic renders an ed25519 public key as text.
+func EncodeSignPublic(k ed25519.PublicKey) string {
+	return signPublicPrefix + base64.RawURLEncoding.EncodeToString(k)
+}
+
+// Recipient parses the age half.
+func (p Public) Recipient() (*age.X25519Recipient, error) {
+	r, err := age.ParseX25519Recipient(p.Age)
+	if err != nil {
+		return nil, fmt.Errorf("bad age public key %q: %v", p.Age, err)
+	}
+	return r, nil
+}
+
+// Verifier parses the ed25519 half.
+func (p Public) Verifier() (ed25519.PublicKey, error) {
+	s, ok := strings.CutPrefix(p.Sign, signPublicPrefix)
+	if !ok {
+		return nil, fmt.Errorf("bad signing public key %q: want the prefix %q", p.Sign, signPublicPrefix)
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != ed25519.PublicKeySize {
+		return nil, fmt.Errorf("bad signing public key %q", p.Sign)
+	}
+	return ed25519.PublicKey(b), nil
+}
+
+// Check parses both halves.
+func (p Public) Check() error {
+	if _, err := p.Recipient(); err != nil {
+		return err
+	}
+	_, err := p.Verifier()
+	return err
+}
+
+// Fingerprint is a short, stable, opaque name for the holder of these keys:
+// the first 16 bytes of SHA-256 over both public keys, in hex. Node ids in
+// the spool are fingerprints, never host names.
+func (p Public) Fingerprint() string {
+	h := sha256.New()
+	h.Write([]byte("muster-fingerprint-v1\n"))
+	h.Write([]byte(p.Age))
+	h.Write([]byte{'\n'})
+	h.Write([]byte(p.Sign))
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// File names of a pair inside its directory, by role ("mesh" or "host").
+func ageFile(dir, role string) string  { return filepath.Join(dir, role+".age") }
+func signFile(dir, role string) string { return filepath.Join(dir, role+".sign") }
+
+// Write stores the secret halves of p in dir as ROLE.age and ROLE.sign,
+// creating dir with mode 0700 if needed. It never overwrites: if either file
+// exists it fails with an error wrapping fs.ErrExist and writes nothing.
+func Write(dir, role string, p *Pair) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for _, f := range []string{ageFile(dir, role), signFile(dir, role)} {
+		if _, err := os.Lstat(f); err == nil {
+			return fmt.Errorf("key file %s already exists, refusing to overwrite it: %w", f, fs.ErrExist)
+		}
+	}
+	ageText := []byte(p.Age.String() + "\n")
+	signText := []byte(signSecretPrefix + base64.RawURLEncoding.EncodeToString(p.Sign.Seed()) + "\n")
+	if err := atomicfile.CreateExclusive(ageFile(dir, role), ageText, 0o600); err != nil {
+		return err
+	}
+	if err := atomicfile.CreateExclusive(signFile(dir, role), signText, 0o600); err != nil {
+		os.Remove(ageFile(dir, role))
+		return err
+	}
+	return nil
+}
+
+// Exists reports whether dir holds any key file for role.
+func Exists(dir, role string) bool {
+	for _, f := range []string{ageFile(dir, role), signFile(dir, role)} {
+		if _, err := os.Lstat(f); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Load reads the pair for role from dir. Warnings name key files (or the
+// directory) that others can read; the caller shows them.
+func Load(dir, role string) (*Pair, []string, error) {
+	var warnings []string
+	if st, err := os.Stat(dir); err == nil && st.Mode().Perm()&0o077 != 0 {
+		warnings = append(warnings, fmt.Sprintf("key directory %s has mode %04o: others can reach the keys; run chmod 700 %s", dir, st.Mode().Perm(), dir))
+	}
+	read := func(path string) (string, error) {
+		st, err := os.Stat(path)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return "", fmt.Errorf("key file %s does not exist", path)
+			}
+			return "", err
+		}
+		if st.Mode().Perm()&0o077 != 0 {
+			warnings = append(warnings, fmt.Sprintf("key file %s has mode %04o: others can read it; run chmod 600 %s", path, st.Mode().Perm(), path))
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", err
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	at, err := read(ageFile(dir, role))
+	if err != nil {
+		return nil, warnings, err
+	}
+	id, err := age.ParseX25519Identity(at)
+	if err != nil {
+		return nil, warnings, fmt.Errorf("key file %s: not an age identity", ageFile(dir, role))
+	}
+	st, err := read(signFile(dir, role))
+	if err != nil {
+		return nil, warnings, err
+	}
+	enc, ok := strings.CutPrefix(st, signSecretPrefix)
+	seed, derr := base64.RawURLEncoding.DecodeString(enc)
+	if !ok || derr != nil || len(seed) != ed25519.SeedSize {
+		return nil, warnings, fmt.Errorf("key file %s: not a muster signing key", signFile(dir, role))
+	}
+	return &Pair{Age: id, Sign: ed25519.NewKeyFromSeed(seed)}, warnings, nil
+}
