@@ -15,6 +15,7 @@ import (
 	"github.com/muster-tool/muster/internal/keys"
 	"github.com/muster-tool/muster/internal/mesh"
 	"github.com/muster-tool/muster/internal/outcome"
+	"github.com/muster-tool/muster/internal/workpool"
 	"github.com/muster-tool/muster/spool"
 )
 
@@ -217,45 +218,7 @@ func eachObject(ctx context.Context, sp spool.Spool, prefix string, fn func(name
 
 // parallel runs fn(0..n-1) on a few goroutines and returns the first error.
 func parallel(ctx context.Context, n int, fn func(i int) error) error {
-	workers := 4 * runtime.GOMAXPROCS(0)
-	if workers > n {
-		workers = n
-	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-		next  int
-	)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				if first != nil || next >= n || ctx.Err() != nil {
-					mu.Unlock()
-					return
-				}
-				i := next
-				next++
-				mu.Unlock()
-				if err := fn(i); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if first == nil {
-		first = ctx.Err()
-	}
-	return first
+	return workpool.Run(ctx, n, 4*runtime.GOMAXPROCS(0), fn)
 }
 
 // Briefings returns the newest briefing of every trusted identity, by node

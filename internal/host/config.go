@@ -29,6 +29,17 @@ type Config struct {
 	State string `toml:"state"`
 	// Brief holds briefing thresholds.
 	Brief BriefConfig `toml:"brief"`
+	// Apt tunes the Debian package backend.
+	Apt AptConfig `toml:"apt"`
+}
+
+// AptConfig tunes how apply drives apt.
+type AptConfig struct {
+	// Options are extra apt configuration items "Name=value", each given
+	// to apt as -o (for example a sources list for the mesh's repository).
+	Options []string `toml:"options,omitempty"`
+	// Update runs apt-get update before installing.
+	Update bool `toml:"update,omitempty"`
 }
 
 // BriefConfig sets the thresholds of briefing checks.

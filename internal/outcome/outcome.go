@@ -33,6 +33,9 @@ type Line struct {
 	ID     string `toml:"id" json:"id"`
 	Status Status `toml:"status" json:"status"`
 	Detail string `toml:"detail,omitempty" json:"detail,omitempty"`
+	// Digest is the digest of the verified state of a report's resource
+	// line; empty for briefings and failed lines.
+	Digest string `toml:"digest,omitempty" json:"digest,omitempty"`
 }
 
 // Outcome is the verdict computed from a set of lines.
