@@ -177,6 +177,12 @@ func (e *silentError) Error() string { return e.class.String() }
 // quietly returns an error of class c that prints nothing.
 func quietly(c fault.Class) error { return fault.New(c, &silentError{class: c}) }
 
+// quietlyWith is quietly with a message for the summary line: the details
+// were printed already, and this one line closes them.
+func quietlyWith(c fault.Class, msg string) error {
+	return fault.New(c, fmt.Errorf("%s", msg))
+}
+
 func addGlobalFlags(fs *pflag.FlagSet, g *Globals, which []string) {
 	for _, w := range which {
 		switch w {

@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/muster-tool/muster/internal/apply"
+	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/outcome"
+	"github.com/muster-tool/muster/internal/resource/debian"
+	"github.com/muster-tool/muster/internal/resource/systemd"
+	"github.com/muster-tool/muster/spool"
+)
+
+func init() {
+	register(&Command{
+		Name:  "apply",
+		Usage: "muster apply [--dry-run] [--root DIR] [--timeout DURATION]",
+		Short: "reconcile this host with its newest declaration, verify, report (host)",
+		Long: `Fetch this node's newest committed declaration, verify the mesh's signature
+against the key pinned at enrolment, decrypt it, reconcile every resource
+(packages, then files, directories and symlinks, then services, unless the
+declaration orders otherwise), read every resource back, remove orphans muster
+created, and write a report signed by this host and encrypted to the mesh.
+
+A line is ok only if reading the resource back matched the declaration;
+there is no other way for a line to become ok. A generation older than the
+last one applied is refused (rollback); re-applying the same generation repairs
+drift. A report that cannot be written to the spool waits in the state
+directory's outbox and is sent first by the next run.
+
+Made for a systemd timer or cron: non-interactive, one summary line when
+nothing changed, bounded by --timeout. A second apply while one runs exits at
+once with status 4.`,
+		Examples: `muster apply
+muster apply --dry-run
+# build an image: apply everything inside a directory tree
+muster apply --root /srv/images/web --config /srv/images/web.toml`,
+		Global: []string{"spool", "config", "state", "root"},
+		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary, ExitRestart},
+		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
+			dryRun := fs.Bool("dry-run", false, "show what would change; change nothing and write no report")
+			timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long")
+			return func(env *Env, args []string) error {
+				if err := needArgs(args, 0, 0, ""); err != nil {
+					return err
+				}
+				cfg, id, err := openHost(env)
+				if err != nil {
+					return err
+				}
+				root := env.Global.Root
+				if root == "" {
+					root = "/"
+				}
+				sp, err := spool.Open(cfg.Spool)
+				if err != nil {
+					return err
+				}
+				ctx, cancel := context.WithTimeout(env.Ctx, *timeout)
+				defer cancel()
+				res, err := apply.Run(ctx, apply.Options{
+					Config: cfg, Identity: id, Spool: sp, Root: root, DryRun: *dryRun, Version: Version(), Now: env.Now,
+					Packages: debian.New(root, debian.Options{Config: cfg.Apt.Options, Update: cfg.Apt.Update}),
+					Services: systemd.New(root),
+				})
+				if err != nil {
+					if ctx.Err() == context.DeadlineExceeded {
+						return fault.Temporaryf("apply did not finish within %s: %v", *timeout, err)
+					}
+					return err
+				}
+				return printApply(env, res, *dryRun)
+			}
+		},
+	})
+}
+
+func printApply(env *Env, res *apply.Result, dryRun bool) error {
+	w := env.Stdio.Out
+	if res.Flushed > 0 {
+		fmt.Fprintf(env.Stdio.Err, "muster: sent %d earlier report(s) from the outbox\n", res.Flushed)
+	}
+	if res.Nothing {
+		fmt.Fprintf(w, "nothing declared for this node yet (newest generation %d)\n", res.Newest)
+		return nil
+	}
+	rep := res.Report
+	for _, n := range rep.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	printLines(w, rep.Lines)
+	verb := "applied"
+	if dryRun {
+		verb = "dry run"
+	}
+	if res.Changed == 0 && res.Removed == 0 && res.Failed == 0 {
+		fmt.Fprintf(w, "generation %d %s: no change, %d resources verified\n", res.Generation, verb, res.Unchanged)
+	} else {
+		fmt.Fprintf(w, "generation %d %s: %d changed, %d removed, %d unchanged, %d failed\n", res.Generation, verb, res.Changed, res.Removed, res.Unchanged, res.Failed)
+	}
+	if !dryRun && !res.Sent {
+		env.Warnf("report kept in the outbox, the next apply sends it: %v", res.SendError)
+	}
+	if rep.Outcome() == outcome.Failing {
+		return quietly(fault.Failure)
+	}
+	return nil
+}
+
+// printLines shows every line that is not a plain verified "ok".
+func printLines(w io.Writer, lines []outcome.Line) {
+	for _, l := range lines {
+		if l.Status == outcome.OK {
+			continue
+		}
+		if l.Detail != "" {
+			fmt.Fprintf(w, "%-8s %s: %s\n", l.Status, l.ID, l.Detail)
+		} else {
+			fmt.Fprintf(w, "%-8s %s\n", l.Status, l.ID)
+		}
+	}
+}
