@@ -3,9 +3,10 @@ package spool
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/muster-tool/muster/internal/fault"
 )
 
 // Spool is a store of immutable, uniquely named objects.
@@ -13,11 +14,16 @@ import (
 // Every backend gives the same guarantees: Put is create-if-absent and
 // atomic (a reader sees the whole object or nothing); putting an existing
 // name with the same bytes is a no-op, with different bytes ErrConflict;
-// List never returns temp files or partial objects.
+// List never returns temp files or partial objects. Names follow the rules
+// of ValidName, and no object's name followed by "/" starts another
+// object's name, so that every name maps to a file (see doc.go). The
+// conformance suite in spool/spooltest checks every backend against these
+// rules.
 type Spool interface {
 	// Put creates the object name with data unless it exists. If it exists
-	// with identical bytes, Put returns nil; with different bytes, an error
-	// wrapping ErrConflict.
+	// with identical bytes, Put returns nil; with different bytes (or the
+	// name is taken as a prefix of other objects' names), an error wrapping
+	// ErrConflict.
 	Put(ctx context.Context, name string, data []byte) error
 	// Get returns the object's bytes, or an error wrapping ErrNotFound.
 	// Objects larger than max bytes are refused with ErrTooLarge (max <= 0
@@ -26,7 +32,8 @@ type Spool interface {
 	// Stat returns the object's size, or an error wrapping ErrNotFound.
 	Stat(ctx context.Context, name string) (Info, error)
 	// List calls fn for every object whose name starts with prefix, in
-	// lexical order of name. If fn returns an error, List stops and
+	// lexical (bytewise) order of name. A prefix no valid name can start
+	// with is refused with ErrBadName. If fn returns an error, List stops and
 	// returns it.
 	List(ctx context.Context, prefix string, fn func(Info) error) error
 	// Delete removes an object (only gc uses it). Deleting a missing
@@ -60,25 +67,39 @@ var (
 )
 
 // Open opens a spool from a location: a directory path, "dir:PATH",
-// "file://PATH", or (later) "s3://bucket/prefix?...".
+// "file://PATH", or (later) "s3://bucket/prefix?...". A location that is
+// not understood is a usage error.
 func Open(location string) (Spool, error) {
 	if location == "" {
-		return nil, fmt.Errorf("no spool given: pass --spool or set MUSTER_SPOOL")
+		return nil, fault.Usagef("no spool given: pass --spool or set MUSTER_SPOOL")
 	}
+	var dir string
 	switch {
 	case strings.HasPrefix(location, "s3://"):
-		return nil, fmt.Errorf("spool %s: the s3 backend is not built yet", location)
+		return nil, fault.Usagef("spool %s: the s3 backend is not built yet", location)
 	case strings.HasPrefix(location, "file://"):
 		u, err := url.Parse(location)
 		if err != nil {
-			return nil, fmt.Errorf("spool %s: %v", location, err)
+			return nil, fault.Usagef("spool %s: %v", location, err)
 		}
-		return OpenDir(u.Path)
+		if u.Host != "" && u.Host != "localhost" {
+			return nil, fault.Usagef("spool %s: file URL names host %q (want file:///path)", location, u.Host)
+		}
+		dir = u.Path
 	case strings.HasPrefix(location, "dir:"):
-		return OpenDir(strings.TrimPrefix(location, "dir:"))
+		dir = strings.TrimPrefix(location, "dir:")
+	default:
+		if i := strings.Index(location, "://"); i > 0 {
+			return nil, fault.Usagef("spool %s: unknown scheme %q (want a directory or s3://)", location, location[:i])
+		}
+		dir = location
 	}
-	if i := strings.Index(location, "://"); i > 0 {
-		return nil, fmt.Errorf("spool %s: unknown scheme %q (want a directory or s3://)", location, location[:i])
+	if dir == "" {
+		return nil, fault.Usagef("spool %s: no directory given", location)
 	}
-	return OpenDir(location)
+	d, err := OpenDir(dir)
+	if err != nil {
+		return nil, err // not d: a nil *Dir in a Spool is not a nil Spool
+	}
+	return d, nil
 }

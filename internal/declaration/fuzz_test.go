@@ -1,0 +1,43 @@
+package declaration
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzParse feeds arbitrary bytes to the declaration parser: it must never
+// panic, and every problem must say what is wrong and where.
+func FuzzParse(f *testing.F) {
+	if ex, err := os.ReadFile(filepath.Join(exampleDir, "site.toml")); err == nil {
+		f.Add(ex)
+	}
+	for _, c := range validationCases {
+		f.Add([]byte(c.toml))
+	}
+	f.Add([]byte(fleetToml))
+	f.Add([]byte("[role.r]\nnodes = [\"*\"]\n[role.r.file]\n\"/a\" = { content = \"x\", mode = \"0644\" }\n[node.n.service.a]\nrestart_on = [\"/a\"]\n"))
+	dir := f.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "motd"), []byte("hello\n"), 0o644); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		locateKeys(string(data))
+		d, problems := Parse([]Source{{Name: "f.toml", Data: data, Dir: dir}})
+		check := func(ps []Problem) {
+			for _, p := range ps {
+				if p.Message == "" || p.File != "f.toml" {
+					t.Fatalf("problem without message or file: %#v", p)
+				}
+			}
+		}
+		check(problems)
+		if HasErrors(problems) != (d == nil) {
+			t.Fatalf("errors = %t but declaration nil = %t", HasErrors(problems), d == nil)
+		}
+		if d != nil {
+			_, _, problems := d.Resolve([]Node{{Name: "n"}, {Name: "web-01", Labels: map[string]string{"env": "prod"}}})
+			check(problems)
+		}
+	})
+}

@@ -1,0 +1,815 @@
+package declaration
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/muster-tool/muster/internal/resource"
+)
+
+// Declaration is a validated set of declaration files: roles that select
+// nodes, per-node sections, and the prune option. It is read-only once
+// Parse returns it.
+type Declaration struct {
+	prune bool
+	roles []*role // sorted by name
+	nodes map[string]*nodeSection
+}
+
+// Prune reports whether packages muster installed that no declaration
+// names any more are to be removed.
+func (d *Declaration) Prune() bool { return d.prune }
+
+// declared is one resource as written in one place.
+type declared struct {
+	spec resource.Spec
+	id   string // spec.ID(), computed once
+	at   place
+	key  string // the TOML key, for messages
+	by   string // "role web" or "node web-01"
+}
+
+type role struct {
+	name   string
+	key    string
+	at     place
+	globs  []string
+	labels [][2]string // name, value: a slice is quicker to test than a map
+	res    []declared  // sorted by ID
+}
+
+type nodeSection struct {
+	name string
+	key  string
+	at   place
+	byID map[string]declared
+	res  []declared // sorted by ID, filled once all files are read
+}
+
+var kinds = []resource.Kind{resource.File, resource.Directory, resource.Symlink, resource.Package, resource.Service}
+
+func isKind(s string) bool {
+	for _, k := range kinds {
+		if string(k) == s {
+			return true
+		}
+	}
+	return false
+}
+
+// builder gathers all files into one Declaration.
+type builder struct {
+	problems []Problem
+	prune    *bool
+	pruneAt  place
+	roles    map[string]*role
+	nodes    map[string]*nodeSection
+	sources  map[string]sourceFile // `source =` files read so far, shared
+}
+
+type sourceFile struct {
+	content string
+	err     string
+}
+
+// Parse validates the declaration files and builds the Declaration. It
+// reports every problem it finds, sorted by file and line; when any is not
+// a warning, the Declaration is nil. Files named by `source =` are read
+// here, so a declaration that parses carries all the content it needs.
+func Parse(srcs []Source) (*Declaration, []Problem) {
+	b := &builder{
+		roles:   map[string]*role{},
+		nodes:   map[string]*nodeSection{},
+		sources: map[string]sourceFile{},
+	}
+	for _, src := range srcs {
+		b.file(src)
+	}
+	d := &Declaration{nodes: b.nodes}
+	if b.prune != nil {
+		d.prune = *b.prune
+	}
+	for _, r := range b.roles {
+		d.roles = append(d.roles, r)
+	}
+	sort.Slice(d.roles, func(i, j int) bool { return d.roles[i].name < d.roles[j].name })
+	for _, n := range b.nodes {
+		n.res = sortedDeclared(n.byID)
+	}
+	sortProblems(b.problems)
+	if HasErrors(b.problems) {
+		return nil, b.problems
+	}
+	return d, b.problems
+}
+
+func sortedDeclared(m map[string]declared) []declared {
+	out := make([]declared, 0, len(m))
+	for _, d := range m {
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+// fileParser walks one file's TOML tree.
+type fileParser struct {
+	*builder
+	src   Source
+	name  string
+	lines keyLines
+}
+
+func (b *builder) file(src Source) {
+	name := src.Name
+	if name == "-" {
+		name = StdinName
+	}
+	var tree map[string]any
+	if _, err := toml.Decode(string(src.Data), &tree); err != nil {
+		p := Problem{File: name, Message: syntaxMessage(err.Error())}
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			p.Line = pe.Position.Line
+			// The library counts a newline that ends a broken line as the
+			// next line's; the error's offset says which line it ends.
+			if start := pe.Position.Start; start > 0 && start <= len(src.Data) {
+				p.Line = 1 + bytes.Count(src.Data[:start], []byte("\n"))
+			}
+			p.Message = syntaxMessage(pe.Message)
+		}
+		b.problems = append(b.problems, p)
+		return
+	}
+	fp := &fileParser{builder: b, src: src, name: name, lines: locateKeys(string(src.Data))}
+	for _, k := range sortedKeys(tree) {
+		key := []string{k}
+		switch v := tree[k]; k {
+		case "prune":
+			fp.prune(key, v)
+		case "role":
+			t, ok := fp.table(key, v, "a table of roles, such as [role.web]")
+			for _, name := range sortedKeys(t) {
+				if ok {
+					fp.role(name, t[name])
+				}
+			}
+		case "node":
+			t, ok := fp.table(key, v, `a table of nodes, such as [node."web-01"]`)
+			for _, name := range sortedKeys(t) {
+				if ok {
+					fp.node(name, t[name])
+				}
+			}
+		default:
+			msg := "unknown key (want prune, role or node)"
+			if isKind(k) {
+				msg = fmt.Sprintf("a %s belongs to a role or a node, such as [role.NAME.%s.\"...\"]", k, k)
+			}
+			fp.errorf(key, "%s", msg)
+		}
+	}
+}
+
+func (fp *fileParser) at(key []string) place {
+	return place{file: fp.name, line: fp.lines.line(key...)}
+}
+
+func (fp *fileParser) add(key []string, warning bool, format string, args ...any) {
+	fp.problems = append(fp.problems, Problem{
+		File:    fp.name,
+		Line:    fp.lines.line(key...),
+		Key:     toml.Key(key).String(),
+		Message: fmt.Sprintf(format, args...),
+		Warning: warning,
+	})
+}
+
+func (fp *fileParser) errorf(key []string, format string, args ...any) {
+	fp.add(key, false, format, args...)
+}
+
+func (fp *fileParser) warnf(key []string, format string, args ...any) {
+	fp.add(key, true, format, args...)
+}
+
+// table returns v as a table, or reports that it should be one.
+func (fp *fileParser) table(key []string, v any, want string) (map[string]any, bool) {
+	t, ok := v.(map[string]any)
+	if !ok {
+		fp.errorf(key, "must be %s, not %s", want, typeName(v))
+	}
+	return t, ok
+}
+
+func (fp *fileParser) prune(key []string, v any) {
+	p, ok := v.(bool)
+	if !ok {
+		fp.errorf(key, "must be true or false, not %s", typeName(v))
+		return
+	}
+	at := fp.at(key)
+	if fp.builder.prune != nil && *fp.builder.prune != p {
+		fp.errorf(key, "prune = %t contradicts prune = %t at %s", p, *fp.builder.prune, fp.pruneAt)
+		return
+	}
+	if fp.builder.prune == nil {
+		fp.builder.prune, fp.pruneAt = &p, at
+	}
+}
+
+func (fp *fileParser) role(name string, v any) {
+	key := []string{"role", name}
+	t, ok := fp.table(key, v, "a table, such as [role.web]")
+	if !ok {
+		return
+	}
+	if name == "" {
+		fp.errorf(key, "role name is empty")
+		return
+	}
+	at := fp.at(key)
+	if prev, dup := fp.roles[name]; dup {
+		fp.errorf(key, "role %s is already defined at %s; define each role in one place", name, prev.at)
+		return
+	}
+	r := &role{name: name, key: toml.Key(key).String(), at: at}
+	byID := map[string]declared{}
+	selects := false
+	for _, k := range sortedKeys(t) {
+		fk := concat(key, []string{k})
+		switch v := t[k]; {
+		case k == "nodes":
+			selects = true
+			globs, ok := fp.stringList(fk, v)
+			if !ok {
+				continue
+			}
+			if len(globs) == 0 {
+				fp.errorf(fk, "is empty; name at least one node or pattern, or leave nodes out and select by labels")
+			}
+			for _, g := range globs {
+				if g == "" {
+					fp.errorf(fk, "contains an empty pattern")
+				} else if _, err := path.Match(g, ""); err != nil {
+					fp.errorf(fk, "pattern %q is malformed", g)
+				} else {
+					r.globs = append(r.globs, g)
+				}
+			}
+		case k == "labels":
+			selects = true
+			lt, ok := fp.table(fk, v, `a table of label values, such as { env = "prod" }`)
+			if !ok {
+				continue
+			}
+			for _, lk := range sortedKeys(lt) {
+				s, ok := lt[lk].(string)
+				if !ok {
+					fp.errorf(concat(fk, []string{lk}), "must be a string, not %s", typeName(lt[lk]))
+					continue
+				}
+				r.labels = append(r.labels, [2]string{lk, s})
+			}
+		case isKind(k):
+			fp.resources(resource.Kind(k), fk, v, "role "+name, byID)
+		default:
+			if _, isTable := v.(map[string]any); isTable {
+				fp.errorf(fk, "unknown resource type %q (want file, directory, symlink, package or service)", k)
+			} else {
+				fp.errorf(fk, "unknown key (want nodes, labels, or a resource type)")
+			}
+		}
+	}
+	if !selects {
+		fp.errorf(key, "role selects no nodes; give nodes = [\"pattern\", ...] or labels = { name = \"value\" }")
+	}
+	r.res = sortedDeclared(byID)
+	fp.roles[name] = r
+}
+
+func (fp *fileParser) node(name string, v any) {
+	key := []string{"node", name}
+	t, ok := fp.table(key, v, `a table, such as [node."web-01"]`)
+	if !ok {
+		return
+	}
+	if name == "" {
+		fp.errorf(key, "node name is empty")
+		return
+	}
+	if strings.ContainsAny(name, "*?[") {
+		fp.errorf(key, "a node section names one node exactly; select nodes by pattern with a role")
+		return
+	}
+	n := fp.nodes[name]
+	if n == nil {
+		n = &nodeSection{name: name, key: toml.Key(key).String(), at: fp.at(key), byID: map[string]declared{}}
+		fp.nodes[name] = n
+	}
+	for _, k := range sortedKeys(t) {
+		fk := concat(key, []string{k})
+		switch {
+		case isKind(k):
+			fp.resources(resource.Kind(k), fk, t[k], "node "+name, n.byID)
+		case k == "nodes" || k == "labels":
+			fp.errorf(fk, "a node section holds only resources; use a role to select nodes")
+		default:
+			fp.errorf(fk, "unknown resource type %q (want file, directory, symlink, package or service)", k)
+		}
+	}
+}
+
+// resources reads one table of resources of one kind into byID, keyed by
+// resource ID. Declaring one ID twice is fine when both say the same thing.
+func (fp *fileParser) resources(kind resource.Kind, key []string, v any, by string, byID map[string]declared) {
+	t, ok := fp.table(key, v, fmt.Sprintf("a table of %s resources, such as %s", kind, exampleHeader(kind)))
+	if !ok {
+		return
+	}
+	for _, name := range sortedKeys(t) {
+		rk := concat(key, []string{name})
+		rt, ok := fp.table(rk, t[name], "a table of settings")
+		if !ok {
+			continue
+		}
+		spec, ok := fp.resource(kind, name, rk, rt)
+		if !ok {
+			continue
+		}
+		id := spec.ID()
+		d := declared{spec: spec, id: id, at: fp.at(rk), key: toml.Key(rk).String(), by: by}
+		if prev, dup := byID[id]; dup {
+			if !sameSpec(prev.spec, spec) {
+				fp.errorf(rk, "%s is also declared for %s at %s with different settings", id, by, prev.at)
+			}
+			continue
+		}
+		byID[id] = d
+	}
+}
+
+func exampleHeader(kind resource.Kind) string {
+	switch kind {
+	case resource.Package:
+		return "[role.NAME.package.nginx]"
+	case resource.Service:
+		return "[role.NAME.service.nginx]"
+	}
+	return fmt.Sprintf("[role.NAME.%s.\"/etc/example\"]", kind)
+}
+
+// settings reads a resource's table, reporting each problem against the
+// key at fault.
+type settings struct {
+	fp  *fileParser
+	key []string
+	t   map[string]any
+	ok  bool
+}
+
+func (s *settings) errorf(name string, format string, args ...any) {
+	k := s.key
+	if name != "" {
+		k = concat(s.key, []string{name})
+	}
+	s.fp.errorf(k, format, args...)
+	s.ok = false
+}
+
+func (s *settings) warnf(name string, format string, args ...any) {
+	s.fp.warnf(concat(s.key, []string{name}), format, args...)
+}
+
+func (s *settings) has(name string) bool { _, ok := s.t[name]; return ok }
+
+func (s *settings) str(name string) (string, bool) {
+	v, ok := s.t[name]
+	if !ok {
+		return "", false
+	}
+	str, isStr := v.(string)
+	if !isStr {
+		s.errorf(name, "must be a string, not %s", typeName(v))
+		return "", false
+	}
+	return str, true
+}
+
+func (s *settings) boolean(name string) (*bool, bool) {
+	v, ok := s.t[name]
+	if !ok {
+		return nil, false
+	}
+	b, isBool := v.(bool)
+	if !isBool {
+		s.errorf(name, "must be true or false, not %s", typeName(v))
+		return nil, false
+	}
+	return &b, true
+}
+
+// only reports keys other than the allowed ones.
+func (s *settings) only(kind resource.Kind, allowed ...string) {
+	for _, k := range sortedKeys(s.t) {
+		found := false
+		for _, a := range allowed {
+			found = found || a == k
+		}
+		if !found {
+			hint := ""
+			if k == "path" || k == "name" {
+				hint = "; the table's own name is the " + k
+			}
+			s.errorf(k, "unknown key for a %s (want %s)%s", kind, strings.Join(allowed, ", "), hint)
+		}
+	}
+}
+
+var (
+	modeRE    = regexp.MustCompile(`^[0-7]{3,4}$`)
+	packageRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9+.:~_-]*$`)
+	versionRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9+.:~_-]*$`)
+)
+
+// unitTypes are systemd's unit suffixes; a name without one is a service.
+var unitTypes = []string{".service", ".socket", ".device", ".mount", ".automount", ".swap", ".target", ".path", ".timer", ".slice", ".scope"}
+
+func (fp *fileParser) resource(kind resource.Kind, name string, key []string, t map[string]any) (resource.Spec, bool) {
+	s := &settings{fp: fp, key: key, t: t, ok: true}
+	spec := resource.Spec{Kind: kind}
+	switch kind {
+	case resource.File:
+		s.only(kind, "content", "source", "secret", "mode", "owner", "group", "state", "order")
+		spec.Path = s.path(name)
+		spec.State = s.state()
+		s.ownership(&spec)
+		if secret, ok := s.boolean("secret"); ok {
+			spec.Secret = *secret
+		}
+		content, hasContent := s.str("content")
+		source, hasSource := s.str("source")
+		switch {
+		case spec.State == "absent":
+			s.ignoredWhenAbsent(kind, &spec, "content", "source")
+		case hasContent && hasSource:
+			s.errorf("source", "a file takes content or source, not both")
+		case hasSource:
+			spec.Content = s.readSource(source)
+		case hasContent:
+			spec.Content = content
+		case !s.has("content") && !s.has("source"):
+			s.errorf("", "a present file needs content or source (content = \"\" for an empty file)")
+		}
+	case resource.Directory:
+		s.only(kind, "mode", "owner", "group", "state", "order")
+		spec.Path = s.path(name)
+		spec.State = s.state()
+		s.ownership(&spec)
+		if spec.State == "absent" {
+			s.ignoredWhenAbsent(kind, &spec)
+		}
+	case resource.Symlink:
+		s.only(kind, "target", "state", "order")
+		spec.Path = s.path(name)
+		spec.State = s.state()
+		target, hasTarget := s.str("target")
+		switch {
+		case spec.State == "absent":
+			s.ignoredWhenAbsent(kind, &spec, "target")
+		case !hasTarget && !s.has("target"):
+			s.errorf("", "a symlink needs a target")
+		case hasTarget && target == "":
+			s.errorf("target", "is empty")
+		case strings.ContainsRune(target, 0):
+			s.errorf("target", "contains a NUL byte")
+		default:
+			spec.Target = target
+		}
+	case resource.Package:
+		s.only(kind, "version", "order")
+		if !packageRE.MatchString(name) {
+			s.errorf("", "%q is not a package name (letters, digits and + . : ~ _ -, starting with a letter or digit)", name)
+		}
+		spec.Name = name
+		spec.Version = "present"
+		if v, ok := s.str("version"); ok {
+			switch {
+			case v == "":
+				s.errorf("version", "is empty; give an exact version, \"present\", \"latest\" or \"absent\"")
+			case !versionRE.MatchString(v):
+				s.errorf("version", "%q is not a version (an exact version, \"present\", \"latest\" or \"absent\")", v)
+			default:
+				spec.Version = v
+			}
+		}
+	case resource.Service:
+		s.only(kind, "enabled", "running", "restart_on", "order")
+		spec.Name = s.unit(name)
+		spec.Enabled, _ = s.boolean("enabled")
+		spec.Running, _ = s.boolean("running")
+		if v, ok := s.t["restart_on"]; ok {
+			rk := concat(key, []string{"restart_on"})
+			if paths, ok := fp.stringList(rk, v); ok {
+				for _, p := range paths {
+					if msg := checkPath(p); msg != "" {
+						s.errorf("restart_on", "entry %q %s", p, msg)
+						continue
+					}
+					spec.RestartOn = append(spec.RestartOn, p)
+				}
+			} else {
+				s.ok = false
+			}
+		}
+	}
+	if v, ok := s.t["order"]; ok {
+		n, isInt := v.(int64)
+		if !isInt {
+			s.errorf("order", "must be an integer, not %s", typeName(v))
+		} else {
+			spec.Order = int(n)
+		}
+	}
+	return spec, s.ok
+}
+
+func (s *settings) path(p string) string {
+	if msg := checkPath(p); msg != "" {
+		s.errorf("", "path %q %s", p, msg)
+	}
+	return p
+}
+
+// checkPath returns why p cannot name a managed path, or "".
+func checkPath(p string) string {
+	switch {
+	case p == "":
+		return "is empty"
+	case strings.ContainsRune(p, 0):
+		return "contains a NUL byte"
+	case !strings.HasPrefix(p, "/"):
+		return "is not absolute"
+	case p == "/":
+		return "is the root directory"
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			return "contains .."
+		}
+	}
+	if c := path.Clean(p); c != p {
+		return fmt.Sprintf("is not clean; write %q", c)
+	}
+	return ""
+}
+
+func (s *settings) state() string {
+	st, ok := s.str("state")
+	if !ok {
+		return "present"
+	}
+	if st != "present" && st != "absent" {
+		s.errorf("state", "must be \"present\" or \"absent\", not %q", st)
+		return "present"
+	}
+	return st
+}
+
+func (s *settings) ownership(spec *resource.Spec) {
+	if v, ok := s.t["mode"]; ok {
+		m, isStr := v.(string)
+		switch {
+		case !isStr:
+			// mode = 644 or 0o644 is the usual slip; say how to write it.
+			s.errorf("mode", "must be a string of 3 or 4 octal digits, such as \"0644\", not %s", typeName(v))
+		case !modeRE.MatchString(m):
+			s.errorf("mode", "%q is not a mode; give 3 or 4 octal digits, such as \"0644\"", m)
+		default:
+			spec.Mode = fmt.Sprintf("%04s", m)
+		}
+	}
+	for _, k := range []string{"owner", "group"} {
+		v, ok := s.str(k)
+		if !ok {
+			continue
+		}
+		if v == "" || strings.IndexFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || r == ':' || r == '/' }) >= 0 {
+			s.errorf(k, "%q is not a user or group name or number", v)
+			continue
+		}
+		if k == "owner" {
+			spec.Owner = v
+		} else {
+			spec.Group = v
+		}
+	}
+}
+
+// ignoredWhenAbsent warns about settings that say nothing about an
+// absent resource, and leaves them out of the Spec.
+func (s *settings) ignoredWhenAbsent(kind resource.Kind, spec *resource.Spec, extra ...string) {
+	for _, k := range append([]string{"mode", "owner", "group"}, extra...) {
+		if s.has(k) {
+			s.warnf(k, "ignored: the %s is declared absent", kind)
+		}
+	}
+	spec.Mode, spec.Owner, spec.Group, spec.Content, spec.Target = "", "", "", "", ""
+}
+
+func (s *settings) unit(name string) string {
+	if name == "" || strings.HasPrefix(name, "-") || strings.IndexFunc(name, func(r rune) bool {
+		return r == '/' || unicode.IsSpace(r) || unicode.IsControl(r)
+	}) >= 0 {
+		s.errorf("", "%q is not a systemd unit name", name)
+		return name
+	}
+	for _, t := range unitTypes {
+		if strings.HasSuffix(name, t) {
+			return name
+		}
+	}
+	// "nginx" and "nginx.service" are one unit and must be one resource.
+	return name + ".service"
+}
+
+// readSource reads a `source =` file relative to the declaration's
+// directory. Each file is read once however many resources name it, and
+// they share the one string.
+func (s *settings) readSource(src string) string {
+	if src == "" {
+		s.errorf("source", "is empty")
+		return ""
+	}
+	p := src
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(s.fp.src.Dir, p)
+	}
+	sf, seen := s.fp.sources[p]
+	if !seen {
+		sf = loadSource(p, src)
+		s.fp.sources[p] = sf
+	}
+	if sf.err != "" {
+		s.errorf("source", "%s", sf.err)
+	}
+	return sf.content
+}
+
+func loadSource(p, display string) sourceFile {
+	info, err := os.Stat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return sourceFile{err: fmt.Sprintf("source file %q does not exist (relative paths start at the declaration file's directory)", display)}
+	case err != nil:
+		return sourceFile{err: fmt.Sprintf("cannot read source file %q: %v", display, errors.Unwrap(err))}
+	case info.IsDir():
+		return sourceFile{err: fmt.Sprintf("source %q is a directory, not a file", display)}
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return sourceFile{err: fmt.Sprintf("cannot read source file %q: %v", display, errors.Unwrap(err))}
+	}
+	if !utf8.Valid(data) {
+		return sourceFile{err: fmt.Sprintf("source file %q is not UTF-8 text; file content travels as text", display)}
+	}
+	return sourceFile{content: string(data)}
+}
+
+// stringList reads an array of strings.
+func (fp *fileParser) stringList(key []string, v any) ([]string, bool) {
+	arr, ok := v.([]any)
+	if !ok {
+		fp.errorf(key, "must be an array of strings, not %s", typeName(v))
+		return nil, false
+	}
+	out := make([]string, 0, len(arr))
+	for i, e := range arr {
+		s, ok := e.(string)
+		if !ok {
+			fp.errorf(key, "element %d must be a string, not %s", i+1, typeName(e))
+			return nil, false
+		}
+		out = append(out, s)
+	}
+	return out, true
+}
+
+// typeName names a decoded TOML value's type for messages.
+func typeName(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case int64:
+		return "an integer"
+	case float64:
+		return "a float"
+	case bool:
+		return "a boolean"
+	case time.Time:
+		return "a date-time"
+	case []map[string]any:
+		return "an array of tables"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "a table"
+	}
+	return "an unsupported value"
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// syntaxMessage words a TOML parser message in muster's style.
+func syntaxMessage(msg string) string {
+	msg = strings.TrimSuffix(redact(msg), ".")
+	if r, n := utf8.DecodeRuneInString(msg); unicode.IsUpper(r) {
+		msg = string(unicode.ToLower(r)) + msg[n:]
+	}
+	return "syntax error: " + msg
+}
+
+// redact shortens what a TOML syntax error quotes from the input. A broken
+// escape sequence makes the parser quote the string up to that point,
+// which may be secret content; the line number says where to look.
+func redact(msg string) string {
+	if strings.HasPrefix(msg, "Key '") || strings.HasPrefix(msg, "toml: line") && strings.Contains(msg, "Key '") {
+		return msg
+	}
+	var b strings.Builder
+	for i := 0; i < len(msg); i++ {
+		c := msg[i]
+		if c != '"' && c != '\'' {
+			b.WriteByte(c)
+			continue
+		}
+		end := -1
+		for j := i + 1; j < len(msg); j++ {
+			if msg[j] == '\\' && c == '"' {
+				j++
+				continue
+			}
+			if msg[j] == c {
+				end = j
+				break
+			}
+		}
+		switch {
+		case end < 0:
+			b.WriteByte(c)
+			continue
+		case utf8.RuneCountInString(msg[i+1:end]) <= 4:
+			b.WriteString(msg[i : end+1])
+		default:
+			b.WriteByte(c)
+			b.WriteString("…")
+			b.WriteByte(c)
+		}
+		i = end
+	}
+	return b.String()
+}
+
+// sameSpec reports whether two declarations of one resource agree.
+func sameSpec(a, b resource.Spec) bool {
+	if a.Kind != b.Kind || a.Path != b.Path || a.Name != b.Name || a.State != b.State ||
+		a.Secret != b.Secret || a.Mode != b.Mode || a.Owner != b.Owner || a.Group != b.Group ||
+		a.Target != b.Target || a.Version != b.Version || a.Order != b.Order ||
+		!sameBool(a.Enabled, b.Enabled) || !sameBool(a.Running, b.Running) ||
+		len(a.RestartOn) != len(b.RestartOn) || a.Content != b.Content {
+		return false
+	}
+	for i := range a.RestartOn {
+		if a.RestartOn[i] != b.RestartOn[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func sameBool(a, b *bool) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}

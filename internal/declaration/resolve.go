@@ -1,0 +1,220 @@
+package declaration
+
+import (
+	"fmt"
+	"path"
+	"sort"
+
+	"github.com/muster-tool/muster/internal/resource"
+)
+
+// Node is an enrolled node as resolution sees it.
+type Node struct {
+	Name   string
+	Labels map[string]string
+}
+
+// Resolved is one node's desired state.
+type Resolved struct {
+	Node string
+	// Resources are sorted by ID. Nodes resolve to shared memory: nodes
+	// with the same roles and no node section share one slice, and file
+	// content is never copied per node. Treat it as read-only.
+	Resources []resource.Spec
+}
+
+// String names the node and counts its resources; it never shows content.
+func (r Resolved) String() string {
+	return fmt.Sprintf("%s: %d resources", r.Node, len(r.Resources))
+}
+
+// combination is the merged resources of one set of roles. Nodes selected
+// by the same roles share it, which keeps resolution fast for large
+// fleets with few distinct role sets.
+type combination struct {
+	merged    []declared      // sorted by ID; the first role (by name) wins a conflict
+	ids       []string        // merged's IDs
+	specs     []resource.Spec // merged's specs
+	conflicts []conflict
+}
+
+// conflict is one resource declared differently in two places.
+type conflict struct {
+	first, second declared
+}
+
+type conflictKey struct {
+	id            string
+	first, second place
+}
+
+// Resolve gives every node its resources, in the order of nodes (each name
+// once). A node's resources are those of every role that selects it, with
+// its node section's resources replacing any of the same ID and adding the
+// rest. Nodes that no role selects and no node section names are listed in
+// unmatched as well, resolved to no resources. Problems are an error for
+// each resource two roles declare differently for one node, and warnings
+// for roles that select no node and node sections that name no node.
+func (d *Declaration) Resolve(nodes []Node) (resolved []Resolved, unmatched []string, problems []Problem) {
+	type conflictSeen struct {
+		c     conflict
+		node  string
+		count int
+	}
+	var (
+		selected    = make([]int, len(d.roles))
+		combos      = map[string]*combination{}
+		named       = map[string]bool{}
+		seen        = make(map[string]bool, len(nodes))
+		conflicts   = map[conflictKey]*conflictSeen{}
+		conflictSeq []*conflictSeen
+		bits        = make([]byte, (len(d.roles)+7)/8)
+	)
+	resolved = make([]Resolved, 0, len(nodes))
+	for _, n := range nodes {
+		if seen[n.Name] {
+			continue
+		}
+		seen[n.Name] = true
+		clear(bits)
+		matched := false
+		for i, r := range d.roles {
+			if r.selects(n) {
+				bits[i/8] |= 1 << (i % 8)
+				selected[i]++
+				matched = true
+			}
+		}
+		sec := d.nodes[n.Name]
+		if sec != nil {
+			named[n.Name] = true
+		}
+		if !matched && sec == nil {
+			unmatched = append(unmatched, n.Name)
+			resolved = append(resolved, Resolved{Node: n.Name})
+			continue
+		}
+		c := combos[string(bits)]
+		if c == nil {
+			c = d.combine(bits)
+			combos[string(bits)] = c
+		}
+		specs := c.specs
+		if sec != nil {
+			specs = override(c.ids, c.specs, sec.res)
+		}
+		for _, cf := range c.conflicts {
+			if sec != nil {
+				if _, replaced := sec.byID[cf.first.id]; replaced {
+					continue // the node's own declaration settles it
+				}
+			}
+			k := conflictKey{cf.first.id, cf.first.at, cf.second.at}
+			cs := conflicts[k]
+			if cs == nil {
+				cs = &conflictSeen{c: cf, node: n.Name}
+				conflicts[k] = cs
+				conflictSeq = append(conflictSeq, cs)
+			}
+			cs.count++
+		}
+		resolved = append(resolved, Resolved{Node: n.Name, Resources: specs})
+	}
+
+	for _, cs := range conflictSeq {
+		who := "node " + cs.node
+		if cs.count > 1 {
+			who = fmt.Sprintf("node %s and %d more", cs.node, cs.count-1)
+		}
+		a, b := cs.c.first, cs.c.second
+		problems = append(problems, Problem{
+			File: b.at.file, Line: b.at.line, Key: b.key,
+			Message: fmt.Sprintf("%s: %s is declared differently by %s here and by %s at %s", who, b.id, b.by, a.by, a.at),
+		})
+	}
+	for i, r := range d.roles {
+		if selected[i] == 0 {
+			problems = append(problems, Problem{
+				File: r.at.file, Line: r.at.line, Key: r.key, Warning: true,
+				Message: fmt.Sprintf("role %s selects none of the %d nodes", r.name, len(seen)),
+			})
+		}
+	}
+	for name, sec := range d.nodes {
+		if !named[name] {
+			problems = append(problems, Problem{
+				File: sec.at.file, Line: sec.at.line, Key: sec.key, Warning: true,
+				Message: fmt.Sprintf("no node named %s is enrolled; this section applies to nothing", name),
+			})
+		}
+	}
+	sortProblems(problems)
+	return resolved, unmatched, problems
+}
+
+// selects reports whether the role selects node n: its name matches one of
+// the role's patterns (if any) and it carries every one of the role's
+// labels (if any).
+func (r *role) selects(n Node) bool {
+	for _, l := range r.labels {
+		if got, ok := n.Labels[l[0]]; !ok || got != l[1] {
+			return false
+		}
+	}
+	if len(r.globs) == 0 {
+		return true
+	}
+	for _, g := range r.globs {
+		if ok, _ := path.Match(g, n.Name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// combine merges the resources of the roles whose bits are set.
+func (d *Declaration) combine(bits []byte) *combination {
+	c := &combination{}
+	index := map[string]int{}
+	for i, r := range d.roles {
+		if bits[i/8]&(1<<(i%8)) == 0 {
+			continue
+		}
+		for _, res := range r.res {
+			if j, dup := index[res.id]; dup {
+				if !sameSpec(c.merged[j].spec, res.spec) {
+					c.conflicts = append(c.conflicts, conflict{first: c.merged[j], second: res})
+				}
+				continue
+			}
+			index[res.id] = len(c.merged)
+			c.merged = append(c.merged, res)
+		}
+	}
+	sort.Slice(c.merged, func(i, j int) bool { return c.merged[i].id < c.merged[j].id })
+	c.ids = make([]string, len(c.merged))
+	c.specs = make([]resource.Spec, len(c.merged))
+	for i, m := range c.merged {
+		c.ids[i], c.specs[i] = m.id, m.spec
+	}
+	return c
+}
+
+// override merges a node section over a role combination, both sorted by
+// ID: the node's resource wins where both have one ID. Runs of the
+// combination between the node's resources are copied in bulk, which keeps
+// a fleet where every node has a section fast.
+func override(ids []string, specs []resource.Spec, node []declared) []resource.Spec {
+	out := make([]resource.Spec, 0, len(specs)+len(node))
+	i := 0
+	for _, n := range node {
+		k := i + sort.SearchStrings(ids[i:], n.id)
+		out = append(out, specs[i:k]...)
+		out = append(out, n.spec)
+		i = k
+		if k < len(ids) && ids[k] == n.id {
+			i++
+		}
+	}
+	return append(out, specs[i:]...)
+}

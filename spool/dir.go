@@ -1,0 +1,507 @@
+package spool
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/muster-tool/muster/internal/atomicfile"
+	"github.com/muster-tool/muster/internal/fault"
+)
+
+// Dir is a spool kept in a local directory: each object is a regular file
+// whose path below the directory is the object's name (see doc.go). It is
+// safe for concurrent use, by goroutines and by processes on other machines
+// sharing the directory.
+type Dir struct {
+	root string
+	// Seams for tests: which directories List reads, and a filesystem
+	// without hard links.
+	readDir func(string) ([]fs.DirEntry, error)
+	link    func(oldname, newname string) error
+}
+
+// OpenDir opens the spool in directory dir, which must exist.
+func OpenDir(dir string) (*Dir, error) {
+	if dir == "" {
+		return nil, fault.Usagef("spool directory not given")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("spool directory %s: %w", dir, err)
+	}
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// Temporary: a spool on a USB stick or network share that is
+		// not mounted yet is the common case, not a typo.
+		err = fault.New(fault.Temporary, &unavailableError{fmt.Errorf("spool directory %s does not exist", abs)})
+		return nil, fault.WithHint(err, "create it with mkdir, or mount the disk that holds it")
+	case err != nil:
+		return nil, classify(fmt.Errorf("spool directory %s: %w", abs, err), err, abs)
+	case !fi.IsDir():
+		return nil, fmt.Errorf("spool %s is not a directory", abs)
+	}
+	return &Dir{root: abs, readDir: readDirUnsorted, link: os.Link}, nil
+}
+
+// String names the spool in messages: "dir:" and the absolute path.
+func (d *Dir) String() string { return "dir:" + d.root }
+
+// Path returns the spool's directory as an absolute path.
+func (d *Dir) Path() string { return d.root }
+
+func (d *Dir) file(name string) string { return filepath.Join(d.root, filepath.FromSlash(name)) }
+
+// Put creates object name with data unless it exists; see Spool.Put.
+//
+// The bytes go to a temp file in the spool's top directory, are synced, and
+// the file is then hard-linked under the object's name. link(2) refuses to
+// replace an existing name, so of two writers racing for one name exactly
+// one wins, and a reader never sees a name before all its bytes are on
+// disk. The object's directory is synced so the new name survives a crash.
+func (d *Dir) Put(ctx context.Context, name string, data []byte) error {
+	if err := ValidName(name); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("spool %s: put %s: %w", d, name, err)
+	}
+	target := d.file(name)
+	// Re-putting what is already there is common (spool sync, a retried
+	// run): answer it without writing.
+	if err := d.compare(name, target, data); !errors.Is(err, errAbsent) {
+		return err
+	}
+	if err := d.mkdirs(name); err != nil {
+		return err
+	}
+	tmp, err := d.writeTemp(name, data)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("spool %s: put %s: %w", d, name, err)
+	}
+	if err := d.place(tmp, target); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			// Someone else won the race; it is only an error if
+			// they wrote different bytes.
+			return d.compare(name, target, data)
+		}
+		return d.fail("put", name, err)
+	}
+	if err := atomicfile.SyncDir(filepath.Dir(target)); err != nil {
+		return d.fail("put", name, err)
+	}
+	return nil
+}
+
+// place moves the complete temp file under the object's name, never
+// replacing an existing name.
+func (d *Dir) place(tmp, target string) error {
+	err := d.link(tmp, target)
+	if err == nil || errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	// FAT and exFAT, common on the USB sticks spools travel on, have no
+	// hard links; rename without replacing is just as atomic.
+	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOTSUP) || errors.Is(err, syscall.EOPNOTSUPP) {
+		if rerr := renameNoReplace(tmp, target); rerr != errNoRenameNoReplace {
+			return rerr
+		}
+	}
+	return err
+}
+
+// errNoRenameNoReplace is renameNoReplace's answer where the system has no
+// such rename.
+var errNoRenameNoReplace = errors.New("rename without replacing is not supported here")
+
+// errAbsent is compare's answer when there is no object to compare with.
+var errAbsent = errors.New("absent")
+
+// compare checks an existing object against data: nil if the bytes are the
+// same, an error wrapping ErrConflict if not, errAbsent if the name is
+// free.
+func (d *Dir) compare(name, file string, data []byte) error {
+	f, err := os.Open(file)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		// ENOTDIR: a parent is an object; mkdirs says so.
+		return errAbsent
+	}
+	if err != nil {
+		return d.fail("put", name, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return d.fail("put", name, err)
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("spool %s: %s: %w: the name holds other objects", d, name, ErrConflict)
+	}
+	if !fi.Mode().IsRegular() || fi.Size() != int64(len(data)) {
+		return fmt.Errorf("spool %s: %s: %w", d, name, ErrConflict)
+	}
+	buf := make([]byte, min(len(data), 64<<10)+1)
+	rest := data
+	for {
+		n, err := f.Read(buf)
+		if n > len(rest) || !bytes.Equal(buf[:n], rest[:n]) {
+			return fmt.Errorf("spool %s: %s: %w", d, name, ErrConflict)
+		}
+		rest = rest[n:]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return d.fail("put", name, err)
+		}
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("spool %s: %s: %w", d, name, ErrConflict)
+	}
+	return nil
+}
+
+// mkdirs creates the directories above object name, syncing each parent
+// whose listing changed so the new directory survives a crash.
+func (d *Dir) mkdirs(name string) error {
+	parent := path.Dir(name)
+	if parent == "." {
+		return nil
+	}
+	if fi, err := os.Stat(d.file(parent)); err == nil && fi.IsDir() {
+		return nil
+	}
+	cur, sofar := d.root, ""
+	for seg := range strings.SplitSeq(parent, "/") {
+		next := filepath.Join(cur, seg)
+		sofar = path.Join(sofar, seg)
+		err := os.Mkdir(next, 0o777)
+		switch {
+		case err == nil:
+			if err := atomicfile.SyncDir(cur); err != nil {
+				return d.fail("put", name, err)
+			}
+		case errors.Is(err, fs.ErrExist):
+			fi, err := os.Stat(next)
+			if err != nil {
+				return d.fail("put", name, err)
+			}
+			if !fi.IsDir() {
+				return fmt.Errorf("spool %s: %s: %w: %s is an object, so no name can continue it with /", d, name, ErrConflict, sofar)
+			}
+		default:
+			return d.fail("put", name, err)
+		}
+		cur = next
+	}
+	return nil
+}
+
+// writeTemp writes data to a new, synced temp file in the top directory and
+// returns its path. The file is created read-only (less the umask):
+// objects are never modified.
+func (d *Dir) writeTemp(name string, data []byte) (string, error) {
+	var f *os.File
+	var tmp string
+	for {
+		tmp = filepath.Join(d.root, fmt.Sprintf("%s%016x", atomicfile.TempPrefix, rand.Uint64()))
+		var err error
+		f, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", d.fail("put", name, err)
+		}
+	}
+	_, err := f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return "", d.fail("put", name, err)
+	}
+	return tmp, nil
+}
+
+// Get returns object name's bytes; see Spool.Get.
+func (d *Dir) Get(ctx context.Context, name string, max int64) ([]byte, error) {
+	if err := ValidName(name); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("spool %s: get %s: %w", d, name, err)
+	}
+	if max <= 0 {
+		max = DefaultMaxObject
+	}
+	file := d.file(name)
+	// Lstat first: List shows regular files only, so Get must not follow
+	// a symlink to something List would not show.
+	if _, err := d.stat("get", name); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, d.notFound(name)
+		}
+		return nil, d.fail("get", name, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, d.fail("get", name, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, d.notFound(name)
+	}
+	if fi.Size() > max {
+		return nil, fmt.Errorf("spool %s: %s: %w (%d bytes, limit %d)", d, name, ErrTooLarge, fi.Size(), max)
+	}
+	data := make([]byte, fi.Size())
+	if _, err := io.ReadFull(f, data); err != nil {
+		return nil, d.fail("get", name, err)
+	}
+	return data, nil
+}
+
+// Stat returns object name's size; see Spool.Stat.
+func (d *Dir) Stat(ctx context.Context, name string) (Info, error) {
+	if err := ValidName(name); err != nil {
+		return Info{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Info{}, fmt.Errorf("spool %s: stat %s: %w", d, name, err)
+	}
+	fi, err := d.stat("stat", name)
+	if err != nil {
+		return Info{}, err
+	}
+	return Info{Name: name, Size: fi.Size()}, nil
+}
+
+// stat lstats the object's file: anything but a regular file is no object.
+func (d *Dir) stat(op, name string) (fs.FileInfo, error) {
+	fi, err := os.Lstat(d.file(name))
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil, d.notFound(name)
+	}
+	if err != nil {
+		return nil, d.fail(op, name, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, d.notFound(name)
+	}
+	return fi, nil
+}
+
+// Delete removes object name; see Spool.Delete. Directories emptied by it
+// stay: removing one could race with a Put about to link into it.
+func (d *Dir) Delete(ctx context.Context, name string) error {
+	if err := ValidName(name); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("spool %s: delete %s: %w", d, name, err)
+	}
+	if _, err := d.stat("delete", name); errors.Is(err, ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	file := d.file(name)
+	if err := os.Remove(file); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return d.fail("delete", name, err)
+	}
+	if err := atomicfile.SyncDir(filepath.Dir(file)); err != nil {
+		return d.fail("delete", name, err)
+	}
+	return nil
+}
+
+// List calls fn for each object whose name starts with prefix, in lexical
+// order; see Spool.List. Only the directory named by the prefix up to its
+// last "/" and the directories below it that match are read, so listing
+// one node's reports costs the same in a spool of ten nodes or ten
+// thousand.
+func (d *Dir) List(ctx context.Context, prefix string, fn func(Info) error) error {
+	if err := ValidPrefix(prefix); err != nil {
+		return err
+	}
+	dir, partial := "", prefix
+	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
+		dir, partial = prefix[:i+1], prefix[i+1:]
+	}
+	return d.list(ctx, dir, partial, fn)
+}
+
+// list lists the objects in directory dir (an object-name prefix ending in
+// "/", or "" for the top) whose next segment starts with partial.
+func (d *Dir) list(ctx context.Context, dir, partial string, fn func(Info) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("spool %s: list %s: %w", d, dir, err)
+	}
+	ents, err := d.readDir(d.file(dir))
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil
+	}
+	if err != nil {
+		return d.fail("list", cmp.Or(dir, "/"), err)
+	}
+	type entry struct {
+		key string // the name, plus "/" for a directory
+		ent fs.DirEntry
+	}
+	var keep []entry
+	for _, e := range ents {
+		n := e.Name()
+		// Skipped: temp files and anything else starting with a dot
+		// (rsync's partial files), names no object can have, and
+		// anything but regular files and directories.
+		if !strings.HasPrefix(n, partial) || segmentProblem(n) != "" {
+			continue
+		}
+		switch {
+		case e.Type().IsRegular():
+			keep = append(keep, entry{n, e})
+		case e.IsDir():
+			keep = append(keep, entry{n + "/", e})
+		}
+	}
+	// Sorting a directory as name+"/" puts "a.x" before "a/b": the
+	// order of the full object names.
+	slices.SortFunc(keep, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+	for _, e := range keep {
+		if e.ent.IsDir() {
+			if err := d.list(ctx, dir+e.key, "", fn); err != nil {
+				return err
+			}
+			continue
+		}
+		fi, err := e.ent.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted while we listed
+		}
+		if err != nil {
+			return d.fail("list", dir+e.key, err)
+		}
+		if err := fn(Info{Name: dir + e.key, Size: fi.Size()}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func readDirUnsorted(dir string) ([]fs.DirEntry, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
+}
+
+// Temps calls fn with the path and age of every temp file in the spool. A
+// temp file is either a Put in progress or what a crashed Put left behind;
+// gc removes those older than any Put could take. Temp files live only in
+// the top directory.
+func (d *Dir) Temps(ctx context.Context, fn func(path string, age time.Duration) error) error {
+	ents, err := d.readDir(d.root)
+	if err != nil {
+		return d.fail("list temp files in", "/", err)
+	}
+	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	now := time.Now()
+	for _, e := range ents {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("spool %s: list temp files: %w", d, err)
+		}
+		if !atomicfile.IsTemp(e.Name()) || !e.Type().IsRegular() {
+			continue
+		}
+		fi, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // its Put finished
+		}
+		if err != nil {
+			return d.fail("list temp files in", "/", err)
+		}
+		if err := fn(filepath.Join(d.root, e.Name()), max(now.Sub(fi.ModTime()), 0)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RemoveTemp removes a temp file found by Temps. It refuses any other path,
+// so a mistake in gc cannot remove an object.
+func (d *Dir) RemoveTemp(file string) error {
+	if filepath.Dir(file) != d.root || !atomicfile.IsTemp(filepath.Base(file)) {
+		return fmt.Errorf("spool %s: %s is not one of its temp files", d, file)
+	}
+	if err := os.Remove(file); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return d.fail("remove temp file", filepath.Base(file), err)
+	}
+	return nil
+}
+
+func (d *Dir) notFound(name string) error {
+	return fmt.Errorf("spool %s: %s: %w", d, name, ErrNotFound)
+}
+
+// fail wraps an error from the filesystem, naming the spool, the operation
+// and the object.
+func (d *Dir) fail(op, name string, err error) error {
+	return classify(fmt.Errorf("spool %s: %s %s: %w", d, op, name, err), err, d.root)
+}
+
+// classify marks errors that trying later may cure — permissions, a
+// read-only or full filesystem, a network filesystem gone away — as
+// ErrUnavailable and fault.Temporary, with a hint naming the directory.
+func classify(wrapped, cause error, root string) error {
+	var hint string
+	switch {
+	case errors.Is(cause, syscall.EROFS):
+		hint = "the filesystem holding " + root + " is mounted read-only"
+	case errors.Is(cause, syscall.EACCES), errors.Is(cause, syscall.EPERM):
+		hint = "check that this user may read and write " + root
+	case errors.Is(cause, syscall.ENOSPC), errors.Is(cause, syscall.EDQUOT):
+		hint = "free some space on the filesystem holding " + root
+	case errors.Is(cause, syscall.ESTALE), errors.Is(cause, syscall.ENOTCONN),
+		errors.Is(cause, syscall.ETIMEDOUT), errors.Is(cause, syscall.EHOSTDOWN):
+		hint = "check that the filesystem holding " + root + " is mounted and reachable"
+	default:
+		return wrapped
+	}
+	return fault.WithHint(fault.New(fault.Temporary, &unavailableError{wrapped}), hint)
+}
+
+// unavailableError is an error that also matches ErrUnavailable, without
+// adding "spool unavailable" to a message that already says what failed.
+type unavailableError struct{ err error }
+
+func (e *unavailableError) Error() string        { return e.err.Error() }
+func (e *unavailableError) Unwrap() error        { return e.err }
+func (e *unavailableError) Is(target error) bool { return target == ErrUnavailable }

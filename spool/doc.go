@@ -1,0 +1,104 @@
+// Package spool owns the spool: the store of immutable, uniquely named
+// objects that is the only channel between the mesh and its hosts. It
+// defines the Spool interface every backend implements, the object naming
+// rules (ValidName), the layout of names below, and the directory backend
+// (Dir); spool/spooltest holds the conformance suite. The spool stores
+// bytes and never sees plaintext: every object is a bundle, sealed or signed
+// by the layer above.
+//
+// # Objects
+//
+// An object is a name and a sequence of bytes. Once written an object never
+// changes: a Put of an existing name succeeds only if it carries the same
+// bytes (a no-op) and fails with ErrConflict otherwise. Create-if-absent is
+// what the protocol builds on: whoever writes commit/<generation> first
+// decides that generation, and whoever writes enrol/admit/<tokenid> first
+// uses the token. Objects are removed only by gc (Delete). Because objects
+// are write-once, merging two copies of a spool is the union of their
+// objects, and the same name never means two different things.
+//
+// # Names
+//
+// A name is one or more segments separated by "/". A segment is 1 to 128
+// bytes from the alphabet a-z 0-9 "." "_" "-"; it does not start with "."
+// or "-" and does not end with ".". A name is at most 1024 bytes. So no
+// segment is empty, "." or "..", no name starts or ends with "/", and
+// every name is a relative path that stays inside the spool on any
+// filesystem a spool is copied to: lower case only, so case-insensitive
+// filesystems cannot merge two names; no trailing dot, which FAT drops.
+// Names starting with "." are left to temp files and to tools that copy a
+// spool (rsync's partial files start with "."). ValidName states the rule
+// in code.
+//
+// Callers never make an object's name, followed by "/", the start of
+// another object's name ("a/b" and "a/b/c" cannot both exist), so that every
+// name maps to a file. The layout below never does; the directory backend
+// refuses it with ErrConflict.
+//
+// Generations and sequence numbers in names are decimal, zero-padded to 20
+// digits (GenerationName, SeqName), so lexical order is numeric order and a
+// listing is oldest first. Node ids are opaque: the fingerprint of a node's
+// keys, never a host name, so a lost copy of the spool reveals no host
+// names.
+//
+// # Layout
+//
+// Each object is written by one side and sealed (age-encrypted) to its
+// readers, or only signed where everyone may read it:
+//
+//	mesh/keys                             the mesh's public keys; signed, public
+//	enrol/token/<tokenid>                 the verifier kept when a token is issued; sealed to the mesh
+//	enrol/join/<tokenid>/<hostfp>         a host's join request; sealed to the mesh
+//	enrol/admit/<tokenid>                 the admission record; sealed to the mesh
+//	enrol/refused/<tokenid>/<hostfp>      the refusal of a join request; sealed to the mesh
+//	enrol/revoke/<nodeid>                 a revocation; sealed to the mesh
+//	brief/<nodeid>/<seq>                  a node's briefings; sealed to the mesh
+//	decl/<generation>/<runid>/<nodeid>    a node's declaration from one declare run; sealed to that node
+//	manifest/<generation>/<runid>         what one declare run wrote; sealed to the mesh
+//	commit/<generation>                   the commit of a generation, naming its run id; signed, public
+//	report/<nodeid>/<generation>-<seq>    a node's reports; sealed to the mesh
+//	repo/...                              package repository files (not yet used)
+//
+// enrol/admit/<tokenid> being create-if-absent is what makes a token
+// single-use. A declare run writes every node's decl/ object under its own
+// run id, then commit/<generation>: that one create-if-absent write is the
+// deploy, and a run that loses the race for the generation leaves only decl/
+// objects no commit names, which gc can remove. A host reads the newest commit/
+// and then only its own decl/ object. The helpers in name.go (CommitName,
+// ReportName, ...) build these names; build them there, not by hand.
+//
+// # Directory backend
+//
+// The directory backend stores object a/b/c as the regular file a/b/c
+// below the spool directory, so a spool can be copied with cp -a, rsync or
+// tar, and merging two copies is copying one over the other without
+// replacing files. Object files are created read-only (0444 less the
+// umask); directories 0777 less the umask.
+//
+// A Put writes the bytes to a temp file named .muster-tmp-<random> in the
+// top directory, fsyncs it, hard-links it under the object's name, fsyncs
+// the object's directory (and any directory it created) and removes the
+// temp name. link(2) never replaces an existing name, so of two writers
+// racing for a name one wins and the other compares bytes; a reader sees
+// the object only once all its bytes are on disk, and a crash leaves either
+// no object or the whole object, plus at most a temp file. Filesystems
+// without hard links (FAT, exFAT) get a rename that refuses to replace
+// (Linux renameat2 RENAME_NOREPLACE) instead.
+//
+// List reads only the directory named by the prefix up to its last "/" and
+// the directories below it that match, sorting each directory's entries so
+// that names come out in bytewise order. It shows regular files whose names
+// are valid segments, and nothing else: not temp files, rsync's partial
+// files, symlinks or anything a person left in the directory; Get and Stat
+// treat a symlink or other non-regular file as no object either. Delete leaves emptied directories in
+// place, because removing one could race with a Put about to link into it.
+//
+// Temps lists the temp files; gc removes those older than any Put could
+// take with RemoveTemp. A temp file left after the link step shares its
+// bytes with a whole object, so removing it never damages one.
+//
+// Errors that trying again may cure (permission denied, a read-only or full
+// filesystem, a network filesystem gone away) wrap ErrUnavailable and are
+// classed temporary (see internal/fault), so a timer retries instead of
+// reporting a failure.
+package spool
