@@ -57,6 +57,13 @@ muster apply --root /srv/images/web --config /srv/images/web.toml`,
 				if root == "" {
 					root = "/"
 				}
+				if root != "/" && !*dryRun {
+					// A directory tree standing for a host gets the
+					// package database skeleton it needs.
+					if err := debian.PrepareRoot(root); err != nil {
+						return err
+					}
+				}
 				sp, err := spool.Open(cfg.Spool)
 				if err != nil {
 					return err

@@ -113,7 +113,7 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 			}
 		}
 	}()
-	cfg := &host.Config{Spool: o.Spool, Node: tok.Name, State: o.State, Brief: o.Brief}
+	cfg := &host.Config{Spool: o.Spool, Node: tok.Name, State: o.State, Brief: o.Brief.WithDefaults()}
 	if err := host.WriteConfig(o.Config, cfg); err != nil {
 		return nil, err
 	}

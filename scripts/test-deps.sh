@@ -1,0 +1,26 @@
+#!/bin/sh
+# Install what the tests need on a fresh Debian machine with Go: the Debian
+# tools the package and man page tests drive, and the S3 server the object
+# store tests run against. Run by `make test` (and so by CI) before the tests.
+set -eu
+need=""
+command -v dpkg-deb >/dev/null || need="$need dpkg"
+command -v dpkg-scanpackages >/dev/null || need="$need dpkg-dev"
+command -v apt-get >/dev/null || need="$need apt"
+command -v systemctl >/dev/null || need="$need systemd"
+command -v mandoc >/dev/null || need="$need mandoc"
+command -v rsync >/dev/null || need="$need rsync"
+if [ -n "$need" ]; then
+	if [ "$(id -u)" != 0 ]; then
+		echo "test-deps: missing Debian packages:$need; install them as root (apt-get install$need)" >&2
+		exit 1
+	fi
+	echo "test-deps: installing$need" >&2
+	DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $need >/dev/null
+fi
+gobin=$(go env GOPATH)/bin
+if ! command -v versitygw >/dev/null && [ ! -x "$gobin/versitygw" ]; then
+	echo "test-deps: installing versitygw (the S3 server the spool tests use)" >&2
+	go install github.com/versity/versitygw/cmd/versitygw@v1.8.0
+fi
