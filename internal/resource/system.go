@@ -1,0 +1,733 @@
+// # Applying and reading back
+//
+// System.Apply reconciles a host with its specs in two phases. The change
+// phase runs in order: specs are grouped by their effective order (Spec.Order,
+// or DefaultOrder of the kind: packages 100, files, directories and symlinks
+// 200, services 300), lower first; inside a group packages come first (one
+// Installed query and at most one Install and one Remove call for all of
+// them), then paths (shallow before deep for present ones, deep before
+// shallow for absent ones, so a directory or declared symlink exists before
+// what lies under it), then services. A service whose RestartOn names a path
+// this run changed is restarted after all other changes. The read-back phase then
+// observes every spec again from scratch and compares it with the spec. The
+// result of each line comes from that comparison alone: a line is ok or
+// changed only when its read-back matched; a change step that failed makes it
+// failed even if the read-back matched.
+//
+// Files are replaced through atomicfile.Batch: temp files staged beside their
+// targets, one syncfs, renames, one fsync per directory. When only the mode
+// or owner of a file differs it is fixed in place, without rewriting the
+// content. Content is compared while it is hashed; only sha256 digests ever
+// appear in a line's detail, never content, and never anything of a Secret
+// spec but its digest.
+//
+// Paths are confined to System.Root: every directory is reached from an open
+// handle on the root by opening one name at a time without following
+// symlinks, and a declared path containing ".." is refused. A symlink on the way
+// to a declared path is followed only when the same apply declares it as a
+// symlink and it points where declared; any other symlink fails the line with
+// its path and target named. Missing parent directories are created with mode
+// 0755, owned by the user running muster; they are not resources, so muster
+// does not own or remove them. A directory declared absent is removed only
+// when empty. Muster replaces a symlink by a file or directory, and a file by
+// a symlink, when the declaration says so, but never replaces or removes a
+// directory that is in the way of a file or symlink, nor a fifo, socket or
+// device.
+//
+// Result.Created is true only where nothing was at the path (or the package
+// was not installed) before this run made it, so the ledger of what a host
+// owns holds only what muster made, and RemoveAll never deletes what muster
+// found. System.DryRun observes and plans without touching anything: a line
+// is ok when the resource already matches, changed (or removed) with a
+// "would ..." detail when it would change, failed when applying would fail.
+//
+// Services: enablement is always managed. Whether a unit runs is managed only
+// where Services.CanRun: on the live system ("/") a spec declaring running
+// where units cannot be started fails; under a root other than "/" (an image
+// being prepared) only enablement is managed and verified, and the line's
+// detail says running was not managed; a spec there that declares running but
+// not enabled has nothing verifiable and fails. A restart that leaves the unit
+// inactive fails the line.
+//
+// A line's Digest is sha256 over a canonical text of the verified state, one
+// "key value" line each, in this order: "type <kind>", "path <path>" or "name
+// <name>", then "absent" alone, or for a file "content sha256:<hex>", for a
+// symlink "target <target>", "mode <octal>" (not for symlinks), "uid <n>",
+// "gid <n>"; for a package "version <v>"; for a service "enabled <bool>" and
+// "active <bool>" when read.
+package resource
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/muster-tool/muster/internal/atomicfile"
+	"github.com/muster-tool/muster/internal/outcome"
+)
+
+// System is the host, or a directory tree standing for one, that Apply
+// reconciles.
+type System struct {
+	// Root is "/" or a directory; every path is applied inside it. It
+	// must be set: an empty Root is refused rather than taken as "/".
+	Root string
+	// Packages and Services may be nil when no spec needs them; a spec
+	// that does then fails.
+	Packages Packages
+	Services Services
+	// DryRun observes only: Changed means "would change", and nothing is
+	// touched.
+	DryRun bool
+	// Prune lets Remove remove orphaned packages; without it they are
+	// left installed.
+	Prune bool
+
+	// beforeReadBack, when set, runs between the change and read-back
+	// phases. Tests use it to undo a change and prove that only the
+	// read-back decides a line.
+	beforeReadBack func()
+}
+
+// Result is the outcome of one spec.
+type Result struct {
+	// ID is Spec.ID().
+	ID string
+	// Status is outcome.OK (unchanged and verified), Changed, Removed or
+	// Failed.
+	Status outcome.Status
+	// Detail says why a line failed (the backend's own message) or what
+	// changed. It never holds file content, only digests.
+	Detail string
+	// Digest is the digest of the verified state, empty when failed.
+	Digest string
+	// Created: this run created the resource where nothing was before,
+	// so the host owns it from now on.
+	Created bool
+}
+
+// Line is the result as a report line.
+func (r Result) Line() outcome.Line {
+	return outcome.Line{ID: r.ID, Status: r.Status, Detail: r.Detail}
+}
+
+// DefaultOrder is the order of a kind when Spec.Order is 0.
+func DefaultOrder(k Kind) int {
+	switch k {
+	case Package:
+		return 100
+	case Service:
+		return 300
+	}
+	return 200
+}
+
+// item is one spec on its way through a run.
+type item struct {
+	spec  *Spec
+	order int
+	// err: the spec cannot be applied at all (invalid, refused); no
+	// change is attempted.
+	err error
+
+	absent       bool
+	mode         int // -1: not declared
+	uid, gid     int // -1: not declared
+	parent, base string
+	dir          *os.File // parent's handle for the current observation
+	// leave: an orphan muster leaves alone (a unit, a package without
+	// Prune); its line says so and nothing is read.
+	leave bool
+
+	before observed
+	after  observed
+
+	changed bool
+	removed bool
+	created bool
+	// fatal: a change step for this line failed; the line fails
+	// whatever its read-back says.
+	fatal error
+	// explain: a step shared with other lines (one package install)
+	// failed; it explains a mismatch but does not fail a line whose
+	// read-back matched.
+	explain error
+	what    []string
+	note    string
+	// entry is the batch entry of the change: a staged file, or the
+	// directory touched, whose sync decides whether the change holds.
+	entry *atomicfile.Entry
+	seq   int // when it changed, for restart ordering
+
+	candidate string // package version "latest" resolved to
+	startSeq  int    // service started at
+	restarted bool
+}
+
+type run struct {
+	s       *System
+	ctx     context.Context
+	items   []*item
+	live    bool
+	links   map[string]string
+	t       *tree
+	rootErr error
+	w       *worker
+	batch   *atomicfile.Batch
+	gen     int
+	seq     int
+	// changed maps each path changed in this run to when.
+	changed map[string]int
+}
+
+// Apply reconciles specs and reads every one of them back, returning one
+// Result per spec in the order given. See the package doc for the order of
+// work and the rules.
+func (s *System) Apply(ctx context.Context, specs []Spec) []Result {
+	r := s.newRun(ctx, specs)
+	defer r.close()
+	if s.DryRun {
+		r.observeBefore()
+		return r.dryResults()
+	}
+	r.change()
+	if s.beforeReadBack != nil {
+		s.beforeReadBack()
+	}
+	r.readBack()
+	out := make([]Result, len(r.items))
+	for i, it := range r.items {
+		out[i] = r.result(it)
+	}
+	return out
+}
+
+func (s *System) newRun(ctx context.Context, specs []Spec) *run {
+	r := &run{
+		s:       s,
+		ctx:     ctx,
+		items:   make([]*item, len(specs)),
+		live:    s.Root != "" && filepath.Clean(s.Root) == "/",
+		links:   map[string]string{},
+		w:       newWorker(),
+		changed: map[string]int{},
+	}
+	ids := newIDs(s.Root, r.live)
+	seen := map[string]*item{}
+	for i := range specs {
+		it := &item{spec: &specs[i], mode: -1, uid: -1, gid: -1}
+		r.items[i] = it
+		it.order = specs[i].Order
+		if it.order == 0 {
+			it.order = DefaultOrder(specs[i].Kind)
+		}
+		if it.err = it.resolve(ids); it.err != nil {
+			continue
+		}
+		key := specs[i].Path
+		if !isPath(specs[i].Kind) {
+			key = specs[i].ID()
+		}
+		if first := seen[key]; first != nil {
+			err := fmt.Errorf("declared twice: %s and %s", first.spec.ID(), it.spec.ID())
+			first.err, it.err = err, err
+			continue
+		}
+		seen[key] = it
+	}
+	for _, it := range r.items {
+		if it.err == nil && it.spec.Kind == Symlink && !it.absent {
+			r.links[it.spec.Path] = it.spec.Target
+		}
+	}
+	if s.Root == "" {
+		r.rootErr = errors.New("no root directory given")
+	} else if r.t, r.rootErr = openTree(s.Root, r.links); r.rootErr != nil {
+		r.t = nil
+	}
+	if r.t == nil {
+		r.failPaths(r.rootErr)
+	}
+	return r
+}
+
+func (r *run) failPaths(err error) {
+	for _, it := range r.items {
+		if isPath(it.spec.Kind) && it.err == nil {
+			it.err = err
+		}
+	}
+}
+
+func (r *run) close() {
+	if r.t != nil {
+		r.t.close()
+	}
+}
+
+func isPath(k Kind) bool { return k == File || k == Directory || k == Symlink }
+
+// resolve checks a spec and resolves what it declares.
+func (it *item) resolve(ids *ids) error {
+	s := it.spec
+	switch s.State {
+	case "", "present":
+	case "absent":
+		it.absent = true
+	default:
+		return fmt.Errorf("unknown state %q (want present or absent)", s.State)
+	}
+	switch s.Kind {
+	case File, Directory, Symlink:
+		if err := checkPath(s.Path); err != nil {
+			return err
+		}
+		it.parent, it.base = split(s.Path)
+	case Package:
+		if s.Name == "" || strings.HasPrefix(s.Name, "-") || strings.ContainsAny(s.Name, " \t\n/") {
+			return fmt.Errorf("invalid package name %q", s.Name)
+		}
+		if s.Version == "absent" {
+			it.absent = true
+		}
+		return nil
+	case Service:
+		if s.Name == "" || strings.HasPrefix(s.Name, "-") || strings.ContainsAny(s.Name, " \t\n/") {
+			return fmt.Errorf("invalid unit name %q", s.Name)
+		}
+		if it.absent {
+			return errors.New("state does not apply to a service; declare enabled = false")
+		}
+		return nil
+	default:
+		return fmt.Errorf("unknown resource type %q", s.Kind)
+	}
+	if it.absent {
+		return nil
+	}
+	if s.Kind == Symlink {
+		if s.Mode != "" {
+			return errors.New("mode does not apply to a symlink")
+		}
+		if s.Target == "" {
+			return errors.New("symlink has no target")
+		}
+	}
+	if s.Mode != "" {
+		m, err := parseMode(s.Mode)
+		if err != nil {
+			return err
+		}
+		it.mode = int(m)
+	}
+	var err error
+	if s.Owner != "" {
+		if it.uid, err = ids.user(s.Owner); err != nil {
+			return err
+		}
+	}
+	if s.Group != "" {
+		if it.gid, err = ids.group(s.Group); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// change runs the change phase, group by group.
+func (r *run) change() {
+	sorted := slices.Clone(r.items)
+	slices.SortStableFunc(sorted, func(a, b *item) int {
+		if c := cmp.Compare(a.order, b.order); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(kindRank(a.spec.Kind), kindRank(b.spec.Kind)); c != 0 {
+			return c
+		}
+		if !isPath(a.spec.Kind) {
+			return 0
+		}
+		// Present before absent; present shallow first, absent deep
+		// first.
+		if a.absent != b.absent {
+			if a.absent {
+				return 1
+			}
+			return -1
+		}
+		da, db := strings.Count(a.spec.Path, "/"), strings.Count(b.spec.Path, "/")
+		if a.absent {
+			return cmp.Compare(db, da)
+		}
+		return cmp.Compare(da, db)
+	})
+	r.observeBefore()
+	for len(sorted) > 0 {
+		n := 1
+		for n < len(sorted) && sorted[n].order == sorted[0].order {
+			n++
+		}
+		group := sorted[:n]
+		sorted = sorted[n:]
+		var pkgs, paths, svcs []*item
+		for _, it := range group {
+			switch {
+			case it.err != nil:
+			case it.spec.Kind == Package:
+				pkgs = append(pkgs, it)
+			case it.spec.Kind == Service:
+				svcs = append(svcs, it)
+			default:
+				paths = append(paths, it)
+			}
+		}
+		r.changePackages(pkgs)
+		r.changePaths(paths)
+		r.changeServices(svcs)
+	}
+	r.restarts()
+}
+
+func kindRank(k Kind) int {
+	switch k {
+	case Package:
+		return 0
+	case Service:
+		return 2
+	}
+	return 1
+}
+
+// interrupted reports, for a line about to change, that the run was
+// cancelled: nothing more is changed, but everything is still read back.
+func (r *run) interrupted(it *item) bool {
+	if err := r.ctx.Err(); err != nil {
+		it.fatal = fmt.Errorf("not applied: %w", err)
+		return true
+	}
+	return false
+}
+
+// observeBefore observes every path spec, in parallel.
+func (r *run) observeBefore() {
+	r.observePaths(r.t, func(it *item) *observed { return &it.before })
+	if r.s.DryRun {
+		r.observePackages(func(it *item) *observed { return &it.before })
+		r.observeServices(func(it *item) *observed { return &it.before })
+	}
+}
+
+func (r *run) observePaths(t *tree, dst func(*item) *observed) {
+	if t == nil {
+		return
+	}
+	// Directories are resolved here, one goroutine; files are read in
+	// parallel on the handles found.
+	var todo []*item
+	for _, it := range r.items {
+		if it.err != nil || it.leave || !isPath(it.spec.Kind) {
+			continue
+		}
+		o := dst(it)
+		*o = observed{gen: r.gen}
+		d, err := t.dir(it.parent, false)
+		switch {
+		case errors.Is(err, errParentMissing):
+		case err != nil:
+			o.err = err
+		default:
+			it.dir = d
+			todo = append(todo, it)
+		}
+	}
+	parallel(todo, func(w *worker, it *item) {
+		o := dst(it)
+		o.st, o.err = observePath(w, it.dir, it.base, it.spec.Kind, it.spec.Content)
+	})
+}
+
+// readBack observes every spec again, through a fresh tree so that nothing
+// cached during the change phase can vouch for it.
+func (r *run) readBack() {
+	if r.t != nil {
+		r.t.close()
+		t, err := openTree(r.s.Root, r.links)
+		if err != nil {
+			r.t = nil
+			for _, it := range r.items {
+				if isPath(it.spec.Kind) && it.err == nil {
+					it.after.err = err
+				}
+			}
+		} else {
+			r.t = t
+		}
+	}
+	r.observePaths(r.t, func(it *item) *observed { return &it.after })
+	r.observePackages(func(it *item) *observed { return &it.after })
+	r.observeServices(func(it *item) *observed { return &it.after })
+}
+
+// result turns an item's read-back into its line. This is the only place a
+// line becomes ok, changed or removed, and only when mismatch found nothing.
+func (r *run) result(it *item) Result {
+	res := Result{ID: it.spec.ID(), Status: outcome.Failed}
+	switch {
+	case it.err != nil:
+		res.Detail = it.err.Error()
+		return res
+	case it.fatal != nil:
+		res.Detail = it.fatal.Error()
+		return res
+	case it.leave:
+		res.Status, res.Detail = outcome.OK, it.note
+		return res
+	case it.after.err != nil:
+		res.Detail = "read back: " + it.after.err.Error()
+		return res
+	}
+	if diffs := r.mismatch(it, &it.after.st); len(diffs) > 0 {
+		res.Detail = "read back: " + strings.Join(diffs, "; ")
+		if it.explain != nil {
+			res.Detail = it.explain.Error() + " (" + res.Detail + ")"
+		}
+		return res
+	}
+	res.Status = outcome.OK
+	switch {
+	case it.removed:
+		res.Status = outcome.Removed
+	case it.changed:
+		res.Status = outcome.Changed
+	}
+	res.Detail = detail(it.what, it.note)
+	res.Digest = stateDigest(it.spec, &it.after.st)
+	res.Created = it.created
+	return res
+}
+
+func detail(what []string, note string) string {
+	d := strings.Join(what, ", ")
+	if note != "" {
+		if d != "" {
+			d += "; "
+		}
+		d += note
+	}
+	return d
+}
+
+// mismatch lists how st differs from the spec; empty means it matches.
+func (r *run) mismatch(it *item, st *State) []string {
+	switch it.spec.Kind {
+	case Package:
+		return packageMismatch(it, st)
+	case Service:
+		return r.serviceMismatch(it, st)
+	}
+	return pathMismatch(it, st)
+}
+
+// dryResults reports what Apply would do, from the observations alone.
+func (r *run) dryResults() []Result {
+	restart := map[string]bool{}
+	out := make([]Result, len(r.items))
+	for i, it := range r.items {
+		res := Result{ID: it.spec.ID(), Status: outcome.Failed}
+		out[i] = res
+		switch {
+		case it.err != nil:
+			out[i].Detail = it.err.Error()
+			continue
+		case it.before.err != nil:
+			var pending *linkPendingError
+			if errors.As(it.before.err, &pending) {
+				out[i].Status = outcome.Changed
+				out[i].Detail = fmt.Sprintf("would change once symlink %s points to %q", pending.path, pending.want)
+				restart[it.spec.Path] = true
+				continue
+			}
+			out[i].Detail = it.before.err.Error()
+			continue
+		}
+		if it.spec.Kind == Service {
+			continue // after the paths, for restarts
+		}
+		diffs := r.mismatch(it, &it.before.st)
+		if len(diffs) == 0 {
+			out[i].Status = outcome.OK
+			out[i].Digest = stateDigest(it.spec, &it.before.st)
+			continue
+		}
+		what, removes, err := r.dryPlan(it)
+		if err != nil {
+			out[i].Detail = err.Error()
+			continue
+		}
+		out[i].Status = outcome.Changed
+		if removes {
+			out[i].Status = outcome.Removed
+		}
+		out[i].Detail = would(what)
+		if isPath(it.spec.Kind) {
+			restart[it.spec.Path] = true
+		}
+	}
+	for i, it := range r.items {
+		if it.err != nil || it.before.err != nil || it.spec.Kind != Service {
+			continue
+		}
+		what := serviceDryPlan(it, r.s.Services)
+		var files []string
+		for _, p := range it.spec.RestartOn {
+			if restart[p] {
+				files = append(files, p)
+			}
+		}
+		if len(files) > 0 {
+			what = append(what, "restart ("+strings.Join(files, ", ")+" would change)")
+		}
+		diffs := r.mismatch(it, &it.before.st)
+		switch {
+		case len(what) > 0:
+			out[i].Status = outcome.Changed
+			out[i].Detail = would(what)
+		case len(diffs) > 0:
+			out[i].Detail = strings.Join(diffs, "; ")
+		default:
+			out[i].Status = outcome.OK
+			out[i].Detail = it.note
+			out[i].Digest = stateDigest(it.spec, &it.before.st)
+		}
+	}
+	return out
+}
+
+// would phrases a plan for a dry run: verbs as they are ("would create"),
+// and attributes as changes ("would change mode 0600 → 0644").
+func would(what []string) string {
+	out := make([]string, len(what))
+	change := true
+	for i, w := range what {
+		verb, _, _ := strings.Cut(w, " ")
+		switch verb {
+		case "content", "mode", "owner", "group", "target", "version":
+			if change {
+				w = "change " + w
+				change = false
+			}
+		}
+		out[i] = w
+	}
+	return "would " + strings.Join(out, ", ")
+}
+
+func (r *run) dryPlan(it *item) ([]string, bool, error) {
+	if it.spec.Kind == Package {
+		return packageDryPlan(it)
+	}
+	st := &it.before.st
+	p, err := planPath(it, st)
+	if err != nil {
+		return nil, false, err
+	}
+	if p.remove && it.spec.Kind == Directory {
+		if d, err := r.t.dir(it.parent, false); err == nil {
+			if empty, err := dirEmpty(d, it.base); err == nil && !empty {
+				return nil, false, fmt.Errorf("directory %s is not empty; muster removes only empty directories", it.spec.Path)
+			}
+		}
+	}
+	return p.what, p.remove, nil
+}
+
+// RemoveAll deletes orphans, resources the host owns that no declaration
+// names any more, and reads back that each is gone: files and symlinks, and
+// directories only when empty (deepest first, so a directory emptied by the
+// same call goes too). Packages are removed only with System.Prune; services
+// are left as they are. An orphan that is no longer the kind muster created
+// (a directory where its file was) is left in place and its line fails.
+// Parent symlinks are never followed here: no declaration vouches for them.
+func (s *System) RemoveAll(ctx context.Context, specs []Spec) []Result {
+	r := s.newRun(ctx, nil)
+	defer r.close()
+	r.items = make([]*item, len(specs))
+	var paths, pkgs []*item
+	for i := range specs {
+		it := &item{spec: &specs[i], mode: -1, uid: -1, gid: -1, absent: true}
+		r.items[i] = it
+		switch sp := it.spec; sp.Kind {
+		case File, Directory, Symlink:
+			if it.err = checkPath(sp.Path); it.err == nil {
+				it.parent, it.base = split(sp.Path)
+				paths = append(paths, it)
+			}
+		case Package:
+			if it.err = it.resolve(nil); it.err == nil {
+				it.absent = true
+				pkgs = append(pkgs, it)
+			}
+		case Service:
+			it.leave = true
+			it.note = "left as it is: muster does not remove units"
+		default:
+			it.err = fmt.Errorf("unknown resource type %q", sp.Kind)
+		}
+	}
+	if r.t == nil {
+		r.failPaths(r.rootErr)
+	}
+	slices.SortStableFunc(paths, func(a, b *item) int {
+		return cmp.Compare(strings.Count(b.spec.Path, "/"), strings.Count(a.spec.Path, "/"))
+	})
+	r.observePaths(r.t, func(it *item) *observed { return &it.before })
+	out := make([]Result, len(specs))
+	if s.DryRun {
+		for i, it := range r.items {
+			out[i] = r.dryOrphan(it)
+		}
+		return out
+	}
+	r.removePaths(paths)
+	r.prunePackages(pkgs)
+	r.readBack()
+	for i, it := range r.items {
+		out[i] = r.result(it)
+	}
+	return out
+}
+
+// Remove deletes one orphan; see RemoveAll.
+func (s *System) Remove(ctx context.Context, spec Spec) Result {
+	return s.RemoveAll(ctx, []Spec{spec})[0]
+}
+
+func (r *run) dryOrphan(it *item) Result {
+	res := Result{ID: it.spec.ID(), Status: outcome.Failed}
+	switch {
+	case it.err != nil:
+		res.Detail = it.err.Error()
+	case it.spec.Kind == Service:
+		res.Status, res.Detail = outcome.OK, it.note
+	case it.spec.Kind == Package && !r.s.Prune:
+		res.Status, res.Detail = outcome.OK, pruneNote
+	case it.spec.Kind == Package:
+		res.Status, res.Detail = outcome.Removed, "would remove if installed"
+	case it.before.err != nil:
+		res.Detail = it.before.err.Error()
+	case !it.before.st.Exists:
+		res.Status, res.Detail = outcome.OK, "already absent"
+	default:
+		if err := orphanCheck(it, &it.before.st); err != nil {
+			res.Detail = err.Error()
+			break
+		}
+		res.Status, res.Detail = outcome.Removed, "would remove"
+	}
+	return res
+}
