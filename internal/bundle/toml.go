@@ -1,0 +1,45 @@
+package bundle
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// ErrPayload: a bundle that verified carries a payload that does not decode
+// into the value asked for, such as a key written by a newer muster. It is
+// a failure, not a refusal: the signer is trusted, the content is not
+// understood.
+var ErrPayload = errors.New("payload does not decode")
+
+func marshalTOML(v any, c Context) ([]byte, error) {
+	p, err := toml.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: encoding payload as TOML: %w", subject(c), err)
+	}
+	return p, nil
+}
+
+// unmarshalTOML decodes p into v and refuses keys v has no field for, so a
+// misspelt or newer key is never silently dropped.
+func unmarshalTOML(p []byte, c Context, v any) error {
+	md, err := toml.Decode(string(p), v)
+	if err != nil {
+		return fmt.Errorf("%s: %w: %w", subject(c), ErrPayload, err)
+	}
+	if extra := md.Undecoded(); len(extra) > 0 {
+		keys := make([]string, len(extra))
+		for i, k := range extra {
+			keys[i] = strconv.Quote(k.String())
+		}
+		noun := "key"
+		if len(keys) > 1 {
+			noun = "keys"
+		}
+		return fmt.Errorf("%s: %w: unknown %s %s", subject(c), ErrPayload, noun, strings.Join(keys, ", "))
+	}
+	return nil
+}
