@@ -43,7 +43,8 @@ public keys (the host pins them) and the expiry.
 
 A token for a name that is already enrolled must be issued with --reenrol:
 admitting it revokes the previous identity. Whether a token is a re-enrolment
-is fixed here and cannot be changed by the host.`,
+is fixed here and cannot be changed by the host. Pending join requests are
+admitted first, so a host that has joined counts as enrolled.`,
 		Examples: `# a token valid for one day, for a web server
 muster enrol issue web-1 --expires 24h --label role=web > web-1.token
 
@@ -71,7 +72,9 @@ muster enrol issue web-1 --reenrol`,
 				if err != nil {
 					return err
 				}
-				reg, err := enrol.LoadRegistry(env.Ctx, m)
+				// Admit first, so a host that joined but is not
+				// admitted yet counts as enrolled.
+				reg, err := admitPending(env, m)
 				if err != nil {
 					return err
 				}
@@ -294,12 +297,12 @@ func printList(w io.Writer, nodes []listNode, table, asJSON bool, now time.Time)
 		if len(n.Labels) > 0 {
 			fmt.Fprintf(w, " %s", labelsString(n.Labels))
 		}
-		if len(n.Revoked) > 0 {
-			fmt.Fprintf(w, " (%d revoked identities)", len(n.Revoked))
-		}
 		fmt.Fprintln(w)
 		for _, l := range n.FailedLines {
 			fmt.Fprintf(w, "  failed %s: %s\n", l.ID, l.Detail)
+		}
+		for _, r := range n.Revoked {
+			fmt.Fprintf(w, "  revoked %s at %s: %s\n", r.NodeID, r.RevokedAt.UTC().Format(time.RFC3339), r.Reason)
 		}
 	}
 	return nil
@@ -336,8 +339,14 @@ runs and sends a briefing, and writes the join request, signed by the host key
 and by the token's proof and encrypted to the mesh. The mesh admits it on its
 next admit, declare or report.
 
+A host config that already exists at --config (written ahead of enrolment,
+for example to set briefing thresholds) keeps its settings: join fills in the
+spool, node name and state directory, and uses its spool when --spool is not
+given.
+
 Joining over a state directory that already holds an identity is refused
-unless --force. If join fails, the identity and config it created are removed.`,
+unless --force. If join fails, the host is left as it was: the identity and
+config it wrote are removed, and with --force the old identity is put back.`,
 		Examples: `# paste the token when asked, then Ctrl-D
 muster enrol join --spool /mnt/spool
 # or from a file carried on a USB stick
@@ -375,6 +384,7 @@ muster enrol join --spool s3://fleet/spool --token-file /media/usb/web-1.token`,
 				if err != nil {
 					return err
 				}
+				env.Warn(res.Warnings)
 				fmt.Fprintf(env.Stdio.Out, "joined as %s (identity %s); the mesh admits it on its next admit, declare or report\n", res.Name, res.NodeID)
 				if res.Briefing.Eligible() {
 					fmt.Fprintln(env.Stdio.Out, "briefing: eligible")

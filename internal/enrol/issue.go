@@ -43,7 +43,7 @@ func Issue(ctx context.Context, m *mesh.Mesh, reg *Registry, o IssueOptions) (*t
 	switch {
 	case current != nil && !o.Reenrol:
 		return nil, fault.WithHint(
-			fmt.Errorf("node %s is already enrolled (identity %s since %s); a plain token can never take over an enrolled name", o.Name, current.NodeID, current.AdmittedAt.Format(time.RFC3339)),
+			fault.Refusedf("node %s is already enrolled (identity %s since %s); a plain token can never take over an enrolled name", o.Name, current.NodeID, current.AdmittedAt.Format(time.RFC3339)),
 			"to replace its identity (a rebuilt host), issue a re-enrolment token: muster enrol issue "+o.Name+" --reenrol")
 	case current == nil && o.Reenrol:
 		return nil, fault.WithHint(fmt.Errorf("node %s is not enrolled, so there is nothing to re-enrol", o.Name),
@@ -51,7 +51,7 @@ func Issue(ctx context.Context, m *mesh.Mesh, reg *Registry, o IssueOptions) (*t
 	}
 	tok, err := token.New(o.Name, m.Public().Fingerprint(), o.Now.Add(o.Expires))
 	if err != nil {
-		return nil, err
+		return nil, fault.New(fault.Usage, fmt.Errorf("--expires %s: %w", o.Expires, err))
 	}
 	is := Issued{
 		Version:  recordVersion,

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/muster-tool/muster/internal/atomicfile"
 	"github.com/muster-tool/muster/internal/brief"
 	"github.com/muster-tool/muster/internal/bundle"
 	"github.com/muster-tool/muster/internal/fault"
@@ -37,11 +39,18 @@ type JoinResult struct {
 	Name     string
 	NodeID   string
 	Briefing *brief.Briefing
+	Warnings []string
 }
 
 // Join creates the host's identity, pins the mesh keys the token names,
 // writes the host config, sends a briefing and writes the join request. If
-// it fails, the identity and config it created are removed again.
+// it fails, it leaves the host as it found it: the identity and config it
+// wrote are removed, and with Force the identity it replaced is put back.
+//
+// A host config that already exists at Config (written ahead of enrolment,
+// say, to set briefing thresholds) keeps its settings; join fills in the
+// spool, node name and state directory. Its spool is used when Spool is
+// empty.
 func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 	// The config outlives this command's working directory.
 	for _, p := range []*string{&o.State, &o.Config} {
@@ -50,6 +59,20 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 			return nil, err
 		}
 		*p = abs
+	}
+	prevConfig, err := os.ReadFile(o.Config)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	prev, err := host.ReadConfig(o.Config)
+	if err != nil {
+		return nil, fault.WithHint(err, "fix the host config, or remove it and let join write a new one")
+	}
+	if prev == nil {
+		prev = &host.Config{}
+	}
+	if o.Spool == "" {
+		o.Spool = prev.Spool
 	}
 	if !strings.Contains(o.Spool, "://") && !strings.HasPrefix(o.Spool, "dir:") && o.Spool != "" {
 		abs, err := filepath.Abs(o.Spool)
@@ -94,27 +117,40 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	restore, discard := func() error { return nil }, func() error { return nil }
 	if o.Force {
-		if err := host.RemoveIdentity(o.State); err != nil {
+		if restore, discard, err = host.SetIdentityAside(o.State); err != nil {
 			return nil, err
 		}
 	}
+	_, err = os.Stat(o.State)
+	stateExisted := err == nil
+	ok := false
+	defer func() {
+		if ok {
+			return
+		}
+		host.RemoveIdentity(o.State)
+		restore()
+		if !stateExisted {
+			os.Remove(o.State) // only if empty: it may have been shared
+		}
+		if prevConfig != nil {
+			atomicfile.WriteFile(o.Config, prevConfig, 0o644)
+		} else {
+			os.Remove(o.Config)
+		}
+	}()
 	if err := host.WriteIdentity(o.State, pair, pub.Keys); err != nil {
 		return nil, err
 	}
-	_, configErr := os.Stat(o.Config)
-	hadConfig := configErr == nil
-	ok := false
-	defer func() {
-		if !ok {
-			host.RemoveIdentity(o.State)
-			if !hadConfig {
-				os.Remove(o.Config)
-			}
-		}
-	}()
-	cfg := &host.Config{Spool: o.Spool, Node: tok.Name, State: o.State, Brief: o.Brief.WithDefaults()}
-	if err := host.WriteConfig(o.Config, cfg); err != nil {
+	cfg := *prev
+	cfg.Spool, cfg.Node, cfg.State = o.Spool, tok.Name, o.State
+	if o.Brief != (host.BriefConfig{}) {
+		cfg.Brief = o.Brief
+	}
+	cfg.Brief = cfg.Brief.WithDefaults()
+	if err := host.WriteConfig(o.Config, &cfg); err != nil {
 		return nil, err
 	}
 	hostPub := pair.Public()
@@ -125,7 +161,7 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 	}
 	b, err := SendBriefing(ctx, sp, &host.Identity{Node: tok.Name, Pair: pair, Mesh: pub.Keys}, brief.Env{
 		Node: tok.Name, Root: o.Root, State: o.State, MeshCreated: pub.Created,
-		MinFreeStateMB: o.Brief.WithDefaults().MinFreeStateMB, MinFreeRootMB: o.Brief.WithDefaults().MinFreeRootMB,
+		MinFreeStateMB: cfg.Brief.MinFreeStateMB, MinFreeRootMB: cfg.Brief.MinFreeRootMB,
 		Version: o.Version, Now: o.Now,
 	})
 	if err != nil {
@@ -147,7 +183,11 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 		return nil, fmt.Errorf("write join request: %w", err)
 	}
 	ok = true
-	return &JoinResult{Name: tok.Name, NodeID: nodeID, Briefing: b}, nil
+	res := &JoinResult{Name: tok.Name, NodeID: nodeID, Briefing: b}
+	if err := discard(); err != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the replaced identity's key files could not be removed: %v", err))
+	}
+	return res, nil
 }
 
 // SendBriefing runs the checks and writes the briefing, signed by the host

@@ -3,6 +3,7 @@ package enrol
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"runtime"
 	"sort"
@@ -35,8 +36,8 @@ type Identity struct {
 // Revoked reports whether the identity is refused.
 func (id *Identity) Revoked() bool { return !id.RevokedAt.IsZero() }
 
-// Node is a node name with its current identity (nil once decommissioned)
-// and the identities it had before.
+// Node is a node name with its current identity (revoked once the node is
+// decommissioned) and the identities it had before.
 type Node struct {
 	Name    string
 	Current *Identity
@@ -45,11 +46,17 @@ type Node struct {
 
 // Registry is who is trusted, computed from the spool's enrolment records.
 type Registry struct {
-	Issued     map[string]*Issued    // by token id
+	// Issued holds the token records read so far, by token id. Only
+	// admission needs them, so LoadRegistry leaves it empty and Admit
+	// reads the ones its pending join requests name.
+	Issued     map[string]*Issued
 	Admitted   map[string]*Admission // by token id
 	Refused    map[string]*Refusal   // by token id + "/" + host fingerprint
 	Identities map[string]*Identity  // by node id
 	Nodes      map[string]*Node      // by name
+
+	// revocations are the revocation records read, by node id.
+	revocations map[string]*Revocation
 }
 
 // Active returns the trusted current identities, sorted by name.
@@ -82,36 +89,39 @@ func (r *Registry) Enrolled(name string) *Identity {
 	return nil
 }
 
-// LoadRegistry reads every enrolment record from the mesh's spool.
+// LoadRegistry reads the spool's admissions, revocations and refusals and
+// computes who is trusted.
 func LoadRegistry(ctx context.Context, m *mesh.Mesh) (*Registry, error) {
 	r := &Registry{
-		Issued:     map[string]*Issued{},
-		Admitted:   map[string]*Admission{},
-		Refused:    map[string]*Refusal{},
-		Identities: map[string]*Identity{},
-		Nodes:      map[string]*Node{},
+		Issued:      map[string]*Issued{},
+		Admitted:    map[string]*Admission{},
+		Refused:     map[string]*Refusal{},
+		Identities:  map[string]*Identity{},
+		Nodes:       map[string]*Node{},
+		revocations: map[string]*Revocation{},
 	}
-	signer := m.Pair.Sign.Public().(ed25519.PublicKey)
-	var mu sync.Mutex
-	err := eachObject(ctx, m.Spool, spool.EnrolTokenPrefix, func(name string, data []byte) error {
-		id := strings.TrimPrefix(name, spool.EnrolTokenPrefix)
-		var is Issued
-		if err := bundle.OpenTOML(data, tokenCtx(id), m.Pair.Age, signer, &is); err != nil {
-			return err
-		}
-		mu.Lock()
-		r.Issued[id] = &is
-		mu.Unlock()
-		return nil
-	})
-	if err != nil {
+	if err := r.refresh(ctx, m); err != nil {
 		return nil, err
 	}
-	err = eachObject(ctx, m.Spool, spool.EnrolAdmitPrefix, func(name string, data []byte) error {
+	return r, nil
+}
+
+// refresh reads the enrolment records written since r was last read
+// (records are immutable, so the ones already read stay as they are) and
+// recomputes the identities.
+func (r *Registry) refresh(ctx context.Context, m *mesh.Mesh) error {
+	signer := m.Pair.Sign.Public().(ed25519.PublicKey)
+	var mu sync.Mutex
+	err := eachObject(ctx, m.Spool, spool.EnrolAdmitPrefix, func(name string) bool {
+		return r.Admitted[strings.TrimPrefix(name, spool.EnrolAdmitPrefix)] == nil
+	}, func(name string, data []byte) error {
 		id := strings.TrimPrefix(name, spool.EnrolAdmitPrefix)
 		var a Admission
 		if err := bundle.OpenTOML(data, admitCtx(id), m.Pair.Age, signer, &a); err != nil {
 			return err
+		}
+		if a.TokenID != id {
+			return fmt.Errorf("admission names token %s", a.TokenID)
 		}
 		mu.Lock()
 		r.Admitted[id] = &a
@@ -119,13 +129,15 @@ func LoadRegistry(ctx context.Context, m *mesh.Mesh) (*Registry, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	err = eachObject(ctx, m.Spool, spool.EnrolRefusedPrefix, func(name string, data []byte) error {
+	err = eachObject(ctx, m.Spool, spool.EnrolRefusedPrefix, func(name string) bool {
+		return r.Refused[strings.TrimPrefix(name, spool.EnrolRefusedPrefix)] == nil
+	}, func(name string, data []byte) error {
 		rest := strings.TrimPrefix(name, spool.EnrolRefusedPrefix)
 		tid, fp, ok := strings.Cut(rest, "/")
 		if !ok {
-			return fmt.Errorf("object %s: unexpected name", name)
+			return fmt.Errorf("unexpected name")
 		}
 		var rf Refusal
 		if err := bundle.OpenTOML(data, refusedCtx(tid, fp), m.Pair.Age, signer, &rf); err != nil {
@@ -137,10 +149,36 @@ func LoadRegistry(ctx context.Context, m *mesh.Mesh) (*Registry, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	// Admissions in the order they happened: a later one for the same
-	// name replaces (and so revokes) the earlier identity.
+	if r.revocations == nil {
+		r.revocations = map[string]*Revocation{}
+	}
+	err = eachObject(ctx, m.Spool, spool.EnrolRevokePrefix, func(name string) bool {
+		return r.revocations[strings.TrimPrefix(name, spool.EnrolRevokePrefix)] == nil
+	}, func(name string, data []byte) error {
+		nodeID := strings.TrimPrefix(name, spool.EnrolRevokePrefix)
+		var rv Revocation
+		if err := bundle.OpenTOML(data, revokeCtx(nodeID), m.Pair.Age, signer, &rv); err != nil {
+			return err
+		}
+		mu.Lock()
+		r.revocations[nodeID] = &rv
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	r.build()
+	return nil
+}
+
+// build computes identities and nodes from the admissions and
+// revocations, replaying admissions in the order they happened.
+func (r *Registry) build() {
+	r.Identities = map[string]*Identity{}
+	r.Nodes = map[string]*Node{}
 	adm := make([]*Admission, 0, len(r.Admitted))
 	for _, a := range r.Admitted {
 		adm = append(adm, a)
@@ -152,60 +190,104 @@ func LoadRegistry(ctx context.Context, m *mesh.Mesh) (*Registry, error) {
 		return adm[i].TokenID < adm[j].TokenID
 	})
 	for _, a := range adm {
-		// An admission counts only if it did not take over a trusted
-		// identity it was not meant to replace (two admits racing for
-		// one name with plain tokens: the first one stands).
-		if n := r.Nodes[a.Name]; n != nil && n.Current != nil && !n.Current.Revoked() && a.Replaces != n.Current.NodeID {
-			continue
+		if r.admissible(a) {
+			r.add(a)
 		}
-		id := &Identity{NodeID: a.NodeID, Name: a.Name, Host: a.Host, Labels: a.Labels, AdmittedAt: a.AdmittedAt, TokenID: a.TokenID}
-		r.Identities[a.NodeID] = id
-		n := r.Nodes[a.Name]
-		if n == nil {
-			n = &Node{Name: a.Name}
-			r.Nodes[a.Name] = n
-		}
-		if n.Current != nil {
-			if !n.Current.Revoked() {
-				n.Current.RevokedAt = a.AdmittedAt
-				n.Current.RevokeReason = "replaced by re-enrolment"
-			}
-			n.Past = append(n.Past, n.Current)
-		}
-		n.Current = id
 	}
-	err = eachObject(ctx, m.Spool, spool.EnrolRevokePrefix, func(name string, data []byte) error {
-		nodeID := strings.TrimPrefix(name, spool.EnrolRevokePrefix)
-		var rv Revocation
-		if err := bundle.OpenTOML(data, revokeCtx(nodeID), m.Pair.Age, signer, &rv); err != nil {
-			return err
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if id := r.Identities[nodeID]; id != nil && (id.RevokedAt.IsZero() || rv.RevokedAt.Before(id.RevokedAt)) {
-			id.RevokedAt = rv.RevokedAt
-			id.RevokeReason = rv.Reason
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
 }
 
-// eachObject reads every object under prefix and calls fn for each, from
-// several goroutines. Decoding is what costs, so it runs in parallel.
-func eachObject(ctx context.Context, sp spool.Spool, prefix string, fn func(name string, data []byte) error) error {
+// admissible reports whether admission a stands, given the admissions
+// before it. Two admits racing for one name (plain tokens, or two
+// re-enrolments of one identity) may both have written a record; the first
+// stands, and a later one that would take over an identity still trusted
+// at its time, which it was not issued to replace, does not count.
+func (r *Registry) admissible(a *Admission) bool {
+	if r.Identities[a.NodeID] != nil {
+		return false // one identity speaks for one admission only
+	}
+	n := r.Nodes[a.Name]
+	if n == nil || n.Current == nil {
+		return true
+	}
+	return !n.Current.trustedAt(a.AdmittedAt) || a.Replaces == n.Current.NodeID
+}
+
+// add makes a's identity the current one of its node; the identity it
+// replaces is revoked at that moment, unless it was revoked before.
+func (r *Registry) add(a *Admission) *Identity {
+	id := &Identity{NodeID: a.NodeID, Name: a.Name, Host: a.Host, Labels: a.Labels, AdmittedAt: a.AdmittedAt, TokenID: a.TokenID}
+	if rv := r.revocations[a.NodeID]; rv != nil {
+		id.RevokedAt, id.RevokeReason = rv.RevokedAt, rv.Reason
+	}
+	r.Identities[a.NodeID] = id
+	n := r.Nodes[a.Name]
+	if n == nil {
+		n = &Node{Name: a.Name}
+		r.Nodes[a.Name] = n
+	}
+	if c := n.Current; c != nil {
+		if c.trustedAt(a.AdmittedAt) {
+			c.RevokedAt, c.RevokeReason = a.AdmittedAt, "replaced by re-enrolment"
+		}
+		n.Past = append(n.Past, c)
+	}
+	n.Current = id
+	return id
+}
+
+// trustedAt reports whether the identity was trusted at time t.
+func (id *Identity) trustedAt(t time.Time) bool {
+	return id.RevokedAt.IsZero() || id.RevokedAt.After(t)
+}
+
+// issued returns the record of token tid, reading it from the spool the
+// first time; nil if no such token was issued.
+func (r *Registry) issued(ctx context.Context, m *mesh.Mesh, mu *sync.Mutex, tid string) (*Issued, error) {
+	mu.Lock()
+	is, ok := r.Issued[tid]
+	mu.Unlock()
+	if ok {
+		return is, nil
+	}
+	name := spool.TokenName(tid)
+	data, err := m.Spool.Get(ctx, name, 1<<20)
+	if errors.Is(err, spool.ErrNotFound) {
+		is = nil
+	} else if err != nil {
+		return nil, err
+	} else {
+		is = new(Issued)
+		if err := bundle.OpenTOML(data, tokenCtx(tid), m.Pair.Age, m.Pair.Sign.Public().(ed25519.PublicKey), is); err != nil {
+			return nil, fmt.Errorf("spool %s: object %s: %w", m.Spool, name, err)
+		}
+		if is.TokenID != tid {
+			return nil, fmt.Errorf("spool %s: object %s: token record names token %s", m.Spool, name, is.TokenID)
+		}
+	}
+	mu.Lock()
+	if r.Issued == nil {
+		r.Issued = map[string]*Issued{}
+	}
+	r.Issued[tid] = is
+	mu.Unlock()
+	return is, nil
+}
+
+// eachObject reads every object under prefix that want selects and calls
+// fn for each, from several goroutines. Decoding is what costs, so it runs
+// in parallel.
+func eachObject(ctx context.Context, sp spool.Spool, prefix string, want func(name string) bool, fn func(name string, data []byte) error) error {
 	var names []string
 	if err := sp.List(ctx, prefix, func(i spool.Info) error {
-		names = append(names, i.Name)
+		if want(i.Name) {
+			names = append(names, i.Name)
+		}
 		return nil
 	}); err != nil {
 		return err
 	}
 	return parallel(ctx, len(names), func(i int) error {
-		data, err := sp.Get(ctx, names[i], 0)
+		data, err := sp.Get(ctx, names[i], 1<<20)
 		if err != nil {
 			return err
 		}
@@ -224,7 +306,8 @@ func parallel(ctx context.Context, n int, fn func(i int) error) error {
 // Briefings returns the newest briefing of every trusted identity, by node
 // id. Briefings from identities not admitted yet are ignored (they are
 // read once the node is admitted); from revoked identities they are
-// refused, and counted in the second result.
+// refused, and those sent after the revocation are named in the second
+// result.
 func (r *Registry) Briefings(ctx context.Context, m *mesh.Mesh) (map[string]*brief.Briefing, []string, error) {
 	newest := map[string]string{}
 	if err := m.Spool.List(ctx, spool.BriefPrefix, func(i spool.Info) error {
@@ -246,7 +329,13 @@ func (r *Registry) Briefings(ctx context.Context, m *mesh.Mesh) (map[string]*bri
 		switch {
 		case id == nil:
 		case id.Revoked():
-			refused = append(refused, fmt.Sprintf("briefing %s from %s: identity %s was revoked at %s", name, id.Name, node, id.RevokedAt.Format(time.RFC3339)))
+			// Only a briefing sent after the revocation is news: the
+			// last one from before it is simply no longer read. The
+			// sequence number is the host's clock, which is all there
+			// is, and it decides only whether to say so.
+			if _, seq, _ := spool.ParseBriefName(name); seq > uint64(id.RevokedAt.UnixNano()) {
+				refused = append(refused, fmt.Sprintf("briefing %s from %s refused: identity %s was revoked at %s", name, id.Name, node, id.RevokedAt.Format(time.RFC3339)))
+			}
 		default:
 			todo = append(todo, name)
 		}

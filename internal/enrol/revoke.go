@@ -17,7 +17,7 @@ func Revoke(ctx context.Context, m *mesh.Mesh, reg *Registry, name, reason strin
 	id := reg.Enrolled(name)
 	if id == nil {
 		if n := reg.Nodes[name]; n != nil {
-			return nil, fmt.Errorf("node %s has no trusted identity: it was revoked already", name)
+			return nil, fmt.Errorf("node %s has no trusted identity: identity %s was revoked at %s", name, n.Current.NodeID, n.Current.RevokedAt.Format(time.RFC3339))
 		}
 		return nil, fault.WithHint(fmt.Errorf("node %s is not enrolled", name), "see the enrolled nodes with: muster enrol list")
 	}
@@ -29,6 +29,10 @@ func Revoke(ctx context.Context, m *mesh.Mesh, reg *Registry, name, reason strin
 	if err := m.Spool.Put(ctx, spool.RevokeName(id.NodeID), data); err != nil {
 		return nil, err
 	}
+	if reg.revocations == nil {
+		reg.revocations = map[string]*Revocation{}
+	}
+	reg.revocations[id.NodeID] = &rv
 	id.RevokedAt, id.RevokeReason = rv.RevokedAt, reason
 	return id, nil
 }

@@ -69,10 +69,29 @@ func (b BriefConfig) WithDefaults() BriefConfig {
 
 // LoadConfig reads and checks the host config file.
 func LoadConfig(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	c, err := ReadConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
 		return nil, fault.WithHint(fmt.Errorf("host config %s does not exist", path),
 			"enrol this host first: muster enrol join --config "+path+" < token-file")
+	}
+	for _, f := range []struct{ key, val string }{{"spool", c.Spool}, {"node", c.Node}, {"state", c.State}} {
+		if f.val == "" {
+			return nil, fmt.Errorf("%s: missing key %q", path, f.key)
+		}
+	}
+	return c, nil
+}
+
+// ReadConfig reads a host config file that may not be complete yet, such as
+// one written ahead of enrolment to set briefing thresholds; join fills in
+// the rest. A file that does not exist gives nil and no error.
+func ReadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
 	}
 	if err != nil {
 		return nil, err
@@ -89,10 +108,8 @@ func LoadConfig(path string) (*Config, error) {
 	if und := md.Undecoded(); len(und) > 0 {
 		return nil, fmt.Errorf("%s: unknown key %q", path, und[0].String())
 	}
-	for _, f := range []struct{ key, val string }{{"spool", c.Spool}, {"node", c.Node}, {"state", c.State}} {
-		if f.val == "" {
-			return nil, fmt.Errorf("%s: missing key %q", path, f.key)
-		}
+	if c.Brief.MinFreeStateMB < 0 || c.Brief.MinFreeRootMB < 0 {
+		return nil, fmt.Errorf("%s: [brief] thresholds cannot be negative", path)
 	}
 	return &c, nil
 }
@@ -158,16 +175,57 @@ func HasIdentity(state string) bool {
 	return err == nil
 }
 
-// RemoveIdentity deletes the identity files (join --force, or cleanup
-// after a failed join).
+// identityFiles are the files of a host identity in the state directory.
+var identityFiles = []string{"host.age", "host.sign", pinnedFile}
+
+// RemoveIdentity deletes the identity files (cleanup after a failed join).
 func RemoveIdentity(state string) error {
-	for _, f := range []string{"host.age", "host.sign", pinnedFile} {
+	for _, f := range identityFiles {
 		if err := os.Remove(filepath.Join(state, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 	}
 	return nil
 }
+
+// SetIdentityAside moves the identity in the state directory out of the
+// way for join --force, so that a join that fails can put it back instead
+// of leaving the host with no identity at all. Restore puts it back;
+// discard deletes it once the new identity is in place.
+func SetIdentityAside(state string) (restore, discard func() error, err error) {
+	var moved []string
+	restore = func() error {
+		for _, f := range moved {
+			p := filepath.Join(state, f)
+			if err := os.Rename(p+asideSuffix, p); err != nil {
+				return err
+			}
+		}
+		return atomicfile.SyncDir(state)
+	}
+	discard = func() error {
+		for _, f := range moved {
+			if err := os.Remove(filepath.Join(state, f+asideSuffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, f := range identityFiles {
+		p := filepath.Join(state, f)
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err := os.Rename(p, p+asideSuffix); err != nil {
+			restore()
+			return nil, nil, err
+		}
+		moved = append(moved, f)
+	}
+	return restore, discard, nil
+}
+
+const asideSuffix = ".replaced"
 
 // LoadIdentity reads the identity from the state directory named in c.
 func LoadIdentity(c *Config) (*Identity, error) {

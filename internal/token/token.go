@@ -27,6 +27,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
 	"time"
@@ -78,6 +79,11 @@ func New(name string, meshFingerprint string, expires time.Time) (*Token, error)
 	fp, err := hex.DecodeString(meshFingerprint)
 	if err != nil || len(fp) != meshLen {
 		return nil, fmt.Errorf("bad mesh fingerprint %q", meshFingerprint)
+	}
+	// The expiry travels as 32-bit Unix seconds; a time it cannot hold
+	// would come back as another one.
+	if u := expires.Unix(); u <= 0 || u > math.MaxUint32 {
+		return nil, fmt.Errorf("expiry %s is out of range: a token can expire between 1970 and 2106", expires.UTC().Format(time.RFC3339))
 	}
 	t := &Token{Name: name, Expires: expires.UTC().Truncate(time.Second)}
 	copy(t.Mesh[:], fp)

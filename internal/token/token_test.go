@@ -2,6 +2,7 @@ package token
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,25 @@ func TestNames(t *testing.T) {
 		if err := CheckName(good); err != nil {
 			t.Errorf("name %q refused: %v", good, err)
 		}
+	}
+}
+
+// An expiry the token cannot carry is refused, not wrapped around into
+// another time.
+func TestExpiryOutOfRange(t *testing.T) {
+	for _, exp := range []time.Time{time.Date(2107, 1, 1, 0, 0, 0, 0, time.UTC), time.Unix(0, 0), time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		if _, err := New("x", fp, exp); err == nil {
+			t.Errorf("expiry %s accepted", exp)
+		}
+	}
+	last := time.Unix(math.MaxUint32, 0).UTC()
+	tok, err := New("x", fp, last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Parse(tok.String())
+	if err != nil || !got.Expires.Equal(last) {
+		t.Errorf("the last representable expiry came back as %v, %v", got, err)
 	}
 }
 
