@@ -1,0 +1,446 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+	"github.com/spf13/pflag"
+
+	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/outcome"
+	"github.com/muster-tool/muster/internal/report"
+)
+
+func init() { register(cmdReport()) }
+
+func cmdReport() *Command {
+	return &Command{
+		Name: "report",
+		Usage: `muster report [NODE...] [--generation N] [--table | --json] [--sort KEY] [--all] [--fail-on WHAT]
+muster report --history [NODE...] [--table | --json]`,
+		Short: "show which nodes applied a generation, which failed and why, which are outstanding",
+		Long: `Show where every node stands on a generation (default the newest committed):
+
+  applied      it reported the generation and every line was verified
+  failed       it reported the generation with failed lines; the reasons
+               the host gave are shown
+  outstanding  it was assigned the generation and has not reported it yet;
+               its last applied generation and last contact are shown
+  ineligible   its newest briefing has failed lines (shown)
+  unassigned   no role selects it
+
+Whether a node was assigned, ineligible or unassigned is what the
+generation's manifest recorded when it was declared: a node assigned the
+generation is judged on its reports even if it has become ineligible since.
+Last contact is the time of the node's newest report or briefing, shown as
+it is: there is no threshold, and a node off for weeks is outstanding,
+never failed.
+
+Reports are verified against the identity they are filed under. Reports
+from revoked or unknown identities and reports that fail verification are
+refused and counted; reports that claim a generation newer than the newest
+committed, or another node, are flagged with a warning; neither is counted.
+--all lists them, and applied and decommissioned nodes too. Pending join
+requests are admitted first.
+
+The default output is a summary: the totals, then one line per node that
+did not apply the generation. --table is for people, --json (versioned,
+see muster-report(1)) for machines; NODE arguments limit the report to
+those nodes. --history shows every generation with how many nodes applied
+it, failed it or are outstanding on it now.
+
+The exit status says whether a node failed (--fail-on failed, the default:
+5), or also whether one is outstanding (--fail-on outstanding: 5 if one
+failed, else 6); --fail-on none always exits 0 when the report was made.
+
+What was read before is remembered in DIR/cache in the mesh directory, so
+the next report reads only new objects; the cache can be deleted at any
+time and is rebuilt from the spool.`,
+		Examples: `# in a pipeline, after muster declare: fail the job if a node failed
+muster report
+# who has not applied generation 41 yet, longest silent first
+muster report --generation 41 --table --sort contact
+# the failed lines of every failed node
+muster report --json | jq -r '.nodes[] | select(.status == "failed") | .name as $n | .failed_lines[] | "\($n) \(.id): \(.detail)"'
+muster report --history --table`,
+		Global: []string{"mesh", "spool"},
+		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary, ExitNodesFailed, ExitNodesOutstanding},
+		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
+			gen := new(generationFlag)
+			fs.Var(gen, "generation", "report on generation `N` instead of the newest committed")
+			table := fs.Bool("table", false, "a table for people")
+			asJSON := fs.Bool("json", false, "versioned JSON for machines")
+			sortBy := fs.String("sort", "name", "order nodes by `KEY`: name, status or contact")
+			all := fs.Bool("all", false, "also list applied and decommissioned nodes, and every refused or flagged report")
+			history := fs.Bool("history", false, "show every generation with its applied, failed and outstanding counts as of now")
+			failOn := fs.String("fail-on", "failed", "exit non-zero when a node is `WHAT`: failed, outstanding (or failed), or none")
+			return func(env *Env, args []string) error {
+				if *table && *asJSON {
+					return fault.Usagef("--table and --json exclude each other")
+				}
+				if *history && env.Changed("generation") {
+					return fault.Usagef("--history and --generation exclude each other")
+				}
+				switch *failOn {
+				case "failed", "outstanding", "none":
+				default:
+					return fault.Usagef("--fail-on %q: want failed, outstanding or none", *failOn)
+				}
+				if err := report.SortNodes(nil, *sortBy); err != nil {
+					return err
+				}
+				tuneGCForReading()
+				m, err := openMesh(env)
+				if err != nil {
+					return err
+				}
+				reg, err := admitPending(env, m)
+				if err != nil {
+					return err
+				}
+				st, err := report.Load(env.Ctx, m, reg, report.Options{CacheDir: filepath.Join(m.Dir, "cache")})
+				if err != nil {
+					return err
+				}
+				sel := report.Selection{Names: args, All: *all}
+				var hist []report.HistoryEntry
+				if *history {
+					if hist, err = st.History(env.Ctx, sel); err != nil {
+						env.Warn(st.Warnings)
+						return err
+					}
+				}
+				v, err := st.Generation(env.Ctx, uint64(*gen), sel)
+				env.Warn(st.Warnings)
+				if err != nil {
+					return err
+				}
+				if err := report.SortNodes(v.Nodes, *sortBy); err != nil {
+					return err
+				}
+				warnObjects(env, v, *all)
+				now := env.Now()
+				out := env.Stdio.Out
+				switch {
+				case *history && *asJSON:
+					err = report.WriteHistoryJSON(out, hist)
+				case *history && *table:
+					err = historyTable(out, hist, now)
+				case *history:
+					historySummary(out, hist, now)
+				case *asJSON:
+					err = report.WriteJSON(out, v, *all)
+				case *table:
+					err = reportTable(out, v, *all, now)
+				default:
+					reportSummary(out, v, *all, now)
+				}
+				if err != nil {
+					return err
+				}
+				return failOnStatus(v.Totals, *failOn)
+			}
+		},
+	}
+}
+
+// tuneGCForReading makes the garbage collector run less often while report
+// decodes many small bundles, each of which leaves only a few facts
+// behind: most of the allocation is garbage at once, and collecting it at
+// the default pace costs a fifth of the run. The memory limit bounds the
+// peak all the same. GOGC and GOMEMLIMIT in the environment still win.
+func tuneGCForReading() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(384 << 20)
+	}
+}
+
+// generationFlag is --generation: a generation number, with no default to
+// show (0 means the newest).
+type generationFlag uint64
+
+func (g *generationFlag) String() string {
+	if *g == 0 {
+		return ""
+	}
+	return strconv.FormatUint(uint64(*g), 10)
+}
+
+func (g *generationFlag) Set(s string) error {
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || n == 0 {
+		return fmt.Errorf("want a generation number, 1 or more")
+	}
+	*g = generationFlag(n)
+	return nil
+}
+
+func (g *generationFlag) Type() string { return "uint" }
+
+// failOnStatus turns the totals into the exit status --fail-on asks for.
+// It prints nothing: the report has said it all.
+func failOnStatus(t report.Totals, failOn string) error {
+	switch {
+	case failOn == "none":
+		return nil
+	case t.Failed > 0:
+		return quietly(fault.NodesFailed)
+	case failOn == "outstanding" && t.Outstanding > 0:
+		return quietly(fault.NodesOutstanding)
+	}
+	return nil
+}
+
+// warnObjects says on stderr which reports were flagged, and how many
+// were refused.
+func warnObjects(env *Env, v *report.View, all bool) {
+	for _, o := range v.Flagged {
+		env.Warnf("report %s from %s is flagged and not counted: %s", o.Name, o.Node, o.Reason)
+	}
+	listed := " (listed with --all)"
+	if all {
+		listed = ""
+	}
+	c := v.RefusedCounts()
+	if n := c[report.RefusedUnverified]; n > 0 {
+		env.Warnf("%s failed verification and %s refused%s", plural(n, "report"), isAre(n), listed)
+	}
+	if n := c[report.RefusedUnknown]; n > 0 {
+		env.Warnf("%s filed under node ids no identity has %s refused%s", plural(n, "report"), isAre(n), listed)
+	}
+	if n := c[report.RefusedRevoked]; n > 0 {
+		fmt.Fprintf(env.Stdio.Err, "muster: %s from revoked identities %s refused%s\n", plural(n, "report"), isAre(n), listed)
+	}
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "was"
+	}
+	return "were"
+}
+
+// totalsLine is the head of the summary: the generation, then the totals.
+func totalsLine(v *report.View, now time.Time) string {
+	gen := fmt.Sprintf("generation %d", v.Generation)
+	if v.Generation != v.Newest {
+		gen += fmt.Sprintf(" (the newest is %d)", v.Newest)
+	}
+	t := v.Totals
+	parts := []string{
+		fmt.Sprintf("%d applied", t.Applied), fmt.Sprintf("%d failed", t.Failed), fmt.Sprintf("%d outstanding", t.Outstanding),
+		fmt.Sprintf("%d ineligible", t.Ineligible), fmt.Sprintf("%d unassigned", t.Unassigned),
+	}
+	if t.Decommissioned > 0 {
+		parts = append(parts, fmt.Sprintf("%d decommissioned", t.Decommissioned))
+	}
+	return fmt.Sprintf("%s, declared %s\n%s: %s", gen, when(v.DeclaredAt, now), plural(t.Nodes, "node"), strings.Join(parts, ", "))
+}
+
+// detail is why a node stands where it does, in one line.
+func detail(n *report.NodeStatus, now time.Time) string {
+	var parts []string
+	switch n.Status {
+	case report.Applied:
+		parts = append(parts, "reported "+when(n.Report.End, now))
+	case report.Failed, report.Ineligible:
+		parts = append(parts, linesText(n.FailedLines, "; "))
+	case report.Outstanding:
+		if n.LastApplied > 0 {
+			parts = append(parts, fmt.Sprintf("last applied generation %d", n.LastApplied))
+		} else {
+			parts = append(parts, "has applied no generation")
+		}
+		if n.LastContact.IsZero() {
+			parts = append(parts, "no report or briefing received yet")
+		} else {
+			parts = append(parts, "last contact "+when(n.LastContact, now))
+		}
+	}
+	if n.Note != "" {
+		parts = append(parts, n.Note)
+	}
+	var keep []string
+	for _, p := range parts {
+		if p != "" {
+			keep = append(keep, p)
+		}
+	}
+	return strings.Join(keep, "; ")
+}
+
+func linesText(ls []outcome.Line, sep string) string {
+	var out []string
+	for _, l := range ls {
+		s := l.ID
+		if l.Detail != "" {
+			s += ": " + l.Detail
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, sep)
+}
+
+func reportSummary(w io.Writer, v *report.View, all bool, now time.Time) {
+	fmt.Fprintln(w, totalsLine(v, now))
+	var shown []*report.NodeStatus
+	sw, nw := 0, 0
+	for i := range v.Nodes {
+		n := &v.Nodes[i]
+		if n.Status == report.Applied && !all {
+			continue
+		}
+		shown = append(shown, n)
+		sw, nw = max(sw, len(n.Status)), max(nw, len(n.Name))
+	}
+	for _, n := range shown {
+		fmt.Fprintf(w, "%-*s  %-*s  %s\n", sw, n.Status, nw, n.Name, detail(n, now))
+	}
+	if !all {
+		return
+	}
+	for _, l := range []struct {
+		title string
+		objs  []report.Object
+	}{{"refused reports", v.Refused}, {"flagged reports", v.Flagged}} {
+		if len(l.objs) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "%s:\n", l.title)
+		for _, o := range l.objs {
+			fmt.Fprintf(w, "  %s %s: %s\n", o.Name, o.Kind, o.Reason)
+		}
+	}
+}
+
+// The table's columns are sized here, so that with tablewriter's borders
+// and padding (3 columns of it per column, plus 1) it fits in 80 columns.
+const tableWidth = 80
+
+func reportTable(w io.Writer, v *report.View, all bool, now time.Time) error {
+	fmt.Fprintln(w, totalsLine(v, now))
+	nameW, statusW := len("NODE"), len("STATUS")
+	for _, n := range v.Nodes {
+		nameW, statusW = max(nameW, len(n.Name)), max(statusW, len(n.Status))
+	}
+	const contactW = len("2006-01-02 15:04 UTC")
+	detailW := max(tableWidth-1-3*4-nameW-statusW-contactW, 20)
+	var rows [][]string
+	for i := range v.Nodes {
+		n := &v.Nodes[i]
+		contact := ""
+		if n.Status != report.Decommissioned {
+			contact = strings.Replace(when(n.LastContact, now), " (", "\n(", 1)
+		}
+		var det []string
+		switch n.Status {
+		case report.Failed, report.Ineligible:
+			for _, l := range n.FailedLines {
+				det = append(det, linesText([]outcome.Line{l}, ""))
+			}
+		case report.Outstanding:
+			if n.LastApplied > 0 {
+				det = append(det, fmt.Sprintf("last applied generation %d", n.LastApplied))
+			} else {
+				det = append(det, "has applied no generation")
+			}
+		}
+		if n.Note != "" {
+			det = append(det, n.Note)
+		}
+		for k := range det {
+			det[k] = wrap(det[k], detailW)
+		}
+		rows = append(rows, []string{n.Name, string(n.Status), contact, strings.Join(det, "\n")})
+	}
+	if err := fittedTable(w, []string{"NODE", "STATUS", "LAST CONTACT", "DETAIL"}, rows); err != nil {
+		return err
+	}
+	if !all || len(v.Refused)+len(v.Flagged) == 0 {
+		return nil
+	}
+	// Object names are long: one row per report, the reason below.
+	rows = nil
+	for _, o := range append(append([]report.Object(nil), v.Refused...), v.Flagged...) {
+		rows = append(rows, []string{wrap(o.Name, tableWidth-4) + "\n" + wrap(o.Node+" "+o.Kind+": "+o.Reason, tableWidth-4)})
+	}
+	return fittedTable(w, []string{"REFUSED AND FLAGGED REPORTS"}, rows)
+}
+
+// fittedTable draws a table whose cells were already wrapped to fit
+// tableWidth: tablewriter is told not to wrap them again.
+func fittedTable(w io.Writer, header []string, rows [][]string) error {
+	t := tablewriter.NewTable(w,
+		tablewriter.WithHeader(header),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+	)
+	for _, r := range rows {
+		if err := t.Append(r); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
+
+// wrap breaks s into lines of at most width characters, at spaces where
+// it can and inside words (long paths) where it must.
+func wrap(s string, width int) string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		for len(word) > width {
+			if line != "" {
+				lines, line = append(lines, line), ""
+			}
+			lines, word = append(lines, word[:width]), word[width:]
+		}
+		switch {
+		case line == "":
+			line = word
+		case len(line)+1+len(word) <= width:
+			line += " " + word
+		default:
+			lines, line = append(lines, line), word
+		}
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func historySummary(w io.Writer, h []report.HistoryEntry, now time.Time) {
+	fmt.Fprintf(w, "%-10s  %-30s  %7s  %6s  %11s\n", "generation", "declared", "applied", "failed", "outstanding")
+	for _, e := range h {
+		fmt.Fprintf(w, "%-10d  %-30s  %7d  %6d  %11d\n", e.Generation, when(e.DeclaredAt, now), e.Totals.Applied, e.Totals.Failed, e.Totals.Outstanding)
+	}
+}
+
+func historyTable(w io.Writer, h []report.HistoryEntry, now time.Time) error {
+	var rows [][]string
+	for _, e := range h {
+		rows = append(rows, []string{fmt.Sprint(e.Generation), strings.Replace(when(e.DeclaredAt, now), " (", "\n(", 1),
+			fmt.Sprint(e.Totals.Applied), fmt.Sprint(e.Totals.Failed), fmt.Sprint(e.Totals.Outstanding)})
+	}
+	return fittedTable(w, []string{"GENERATION", "DECLARED", "APPLIED", "FAILED", "OUTSTANDING"}, rows)
+}

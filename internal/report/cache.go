@@ -1,0 +1,230 @@
+package report
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/muster-tool/muster/internal/atomicfile"
+	"github.com/muster-tool/muster/internal/outcome"
+)
+
+// The report cache remembers what earlier runs learned from the spool so
+// that the next run reads only objects it has not seen. It holds facts, not
+// verdicts: which key verified each report and what the report said. Trust
+// (revocations, the newest committed generation) is applied afresh on every
+// run from the current registry, so a revocation takes effect at once even
+// for reports read long ago.
+//
+// The file is one gob-encoded cacheData behind a header line and a SHA-256
+// of the payload. It is written whole with atomicfile, so concurrent runs
+// leave one complete file (the last writer's; both are correct). Anything
+// wrong with it — missing, another version, a checksum that does not
+// match, another spool or mesh — means it is rebuilt from the spool, with a
+// warning, never an error.
+
+// cacheVersion changes whenever cacheData or the meaning of a fact
+// changes; an older file is then rebuilt.
+const cacheVersion = 2
+
+const cacheMagic = "muster report cache\n"
+
+type cacheData struct {
+	Version int
+	Spool   string
+	Mesh    string // the mesh's fingerprint: facts were decrypted with its key
+	// Strings interns the node names and ids of manifests, which repeat
+	// in every generation.
+	Strings   []string
+	Commits   map[uint64]commitFact
+	Manifests map[uint64]manifestFact
+	Nodes     map[string]*nodeFacts // by node id
+	// Ledgers holds the recovery candidates' ledgers as JSON, by SHA-256:
+	// nodes of one role tend to own the same things, so most are shared.
+	Ledgers map[[32]byte][]byte
+}
+
+// commitFact is a verified commit.
+type commitFact struct {
+	Run        string
+	DeclaredAt time.Time
+}
+
+// manifestFact is what report needs of a verified manifest, with names and
+// node ids as indexes into cacheData.Strings.
+type manifestFact struct {
+	Run        string
+	Names      []uint32 // assigned node names
+	IDs        []uint32 // the node id each was assigned as
+	Ineligible []uint32
+	Unassigned []uint32
+}
+
+// nodeFacts is what is known of one node id's objects.
+type nodeFacts struct {
+	// Signer is the key the facts were verified against. A node id is the
+	// fingerprint of its keys, so this never changes for a real identity;
+	// it is kept so that facts verified against another key are dropped.
+	Signer  string
+	Reports []reportFact // in (Gen, Seq) order, as the spool lists them
+	Brief   *briefFact   // the newest briefing, for a trusted current identity
+	// Ledger is the recovery candidate: the ledger of the newest usable
+	// report of this identity (see recovery.go), kept in
+	// cacheData.Ledgers and decoded only when asked for.
+	Ledger *ledgerRef
+}
+
+// reportFact is one report object as read and verified.
+type reportFact struct {
+	Gen, Seq uint64
+	Size     int64
+	// Err is why the report was refused (verification or decoding); the
+	// other fields are then empty.
+	Err string
+	// Misfiled says how the report's own node, node id or generation
+	// disagree with the name it is filed under: signed by the right key
+	// but for another node or generation. It is flagged, never counted.
+	Misfiled string
+	Outcome  outcome.Outcome
+	Failed   []outcome.Line
+	Notes    []string
+	// Start and End are Unix times in nanoseconds (0: none): gob encodes
+	// a time.Time through a method call, which a hundred thousand facts
+	// make slow.
+	Start, End int64
+	Muster     string
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromUnixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// briefFact is a node's newest briefing.
+type briefFact struct {
+	Seq    uint64
+	Size   int64
+	Time   int64          // Unix nanoseconds
+	Failed []outcome.Line // the failed lines; a briefing that was refused has one, "briefing"
+}
+
+// ledgerRef names the report a recovery candidate comes from and its
+// ledger in cacheData.Ledgers.
+type ledgerRef struct {
+	Gen, Seq uint64
+	Sum      [32]byte
+}
+
+func newCache(spool, mesh string) *cacheData {
+	return &cacheData{
+		Version:   cacheVersion,
+		Spool:     spool,
+		Mesh:      mesh,
+		Commits:   map[uint64]commitFact{},
+		Manifests: map[uint64]manifestFact{},
+		Nodes:     map[string]*nodeFacts{},
+		Ledgers:   map[[32]byte][]byte{},
+	}
+}
+
+// errNoCache means there was no cache file; it is not a problem worth more
+// than a note.
+var errNoCache = errors.New("no cache")
+
+// readCache loads the cache at path for spool and mesh.
+func readCache(path, spool, mesh string) (*cacheData, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, errNoCache
+	}
+	if err != nil {
+		return nil, err
+	}
+	rest, ok := bytes.CutPrefix(data, []byte(cacheMagic))
+	if !ok || len(rest) < sha256.Size {
+		return nil, fmt.Errorf("not a report cache")
+	}
+	sum, payload := rest[:sha256.Size], rest[sha256.Size:]
+	if got := sha256.Sum256(payload); !bytes.Equal(got[:], sum) {
+		return nil, fmt.Errorf("checksum does not match: the file is damaged")
+	}
+	var c cacheData
+	if err := gob.NewDecoder(bytes.NewReader(payload)).Decode(&c); err != nil {
+		return nil, fmt.Errorf("does not decode: %v", err)
+	}
+	switch {
+	case c.Version != cacheVersion:
+		return nil, fmt.Errorf("written in format %d, this muster uses %d", c.Version, cacheVersion)
+	case c.Spool != spool:
+		return nil, fmt.Errorf("belongs to spool %s, not %s", c.Spool, spool)
+	case c.Mesh != mesh:
+		return nil, fmt.Errorf("belongs to mesh %s, not %s", c.Mesh, mesh)
+	}
+	if c.Commits == nil {
+		c.Commits = map[uint64]commitFact{}
+	}
+	if c.Manifests == nil {
+		c.Manifests = map[uint64]manifestFact{}
+	}
+	if c.Nodes == nil {
+		c.Nodes = map[string]*nodeFacts{}
+	}
+	if c.Ledgers == nil {
+		c.Ledgers = map[[32]byte][]byte{}
+	}
+	return &c, nil
+}
+
+// writeCache replaces the cache at path atomically.
+func writeCache(path string, c *cacheData) error {
+	var payload bytes.Buffer
+	if err := gob.NewEncoder(&payload).Encode(c); err != nil {
+		return fmt.Errorf("report cache %s: %w", path, err)
+	}
+	sum := sha256.Sum256(payload.Bytes())
+	out := make([]byte, 0, len(cacheMagic)+len(sum)+payload.Len())
+	out = append(out, cacheMagic...)
+	out = append(out, sum[:]...)
+	out = append(out, payload.Bytes()...)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("report cache: %w", err)
+	}
+	if err := atomicfile.WriteFile(path, out, 0o600); err != nil {
+		return fmt.Errorf("report cache %s: %w", path, err)
+	}
+	return nil
+}
+
+// CachePath is where the report cache for spool lives in the cache
+// directory: one file per spool, so a mesh used with several spools (a
+// local copy, the shared store) keeps a cache for each.
+func CachePath(dir, spool string) string {
+	sum := sha256.Sum256([]byte(spool))
+	return filepath.Join(dir, fmt.Sprintf("report-%x.cache", sum[:8]))
+}
+
+// intern returns the index of s in the string table.
+func (c *cacheData) intern(idx map[string]uint32, s string) uint32 {
+	if i, ok := idx[s]; ok {
+		return i
+	}
+	i := uint32(len(c.Strings))
+	c.Strings = append(c.Strings, s)
+	idx[s] = i
+	return i
+}

@@ -1,0 +1,639 @@
+package report
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/muster-tool/muster/internal/bundle"
+	"github.com/muster-tool/muster/internal/enrol"
+	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/generation"
+	"github.com/muster-tool/muster/internal/ledger"
+	"github.com/muster-tool/muster/internal/mesh"
+	"github.com/muster-tool/muster/internal/outcome"
+	"github.com/muster-tool/muster/internal/workpool"
+	"github.com/muster-tool/muster/spool"
+)
+
+// Options tune Load.
+type Options struct {
+	// CacheDir holds the report cache (one file per spool, see
+	// CachePath). Empty means no cache: every object is read from the
+	// spool and nothing is kept.
+	CacheDir string
+	// Workers is how many objects are read and decoded at once. Zero
+	// means twice the usable CPUs: decoding keeps the CPUs busy while
+	// other workers wait on the spool.
+	Workers int
+}
+
+// Stats say what a Load (and the calls after it) read from the spool, as
+// opposed to what came from the cache.
+type Stats struct {
+	Reports       int // report objects listed
+	ReportsRead   int // report objects read and decoded
+	Briefings     int // newest briefings of trusted identities
+	BriefingsRead int
+	LedgersRead   int // reports read again only for their recovery copy
+	Commits       int
+	CommitsRead   int
+	ManifestsRead int
+}
+
+// State is the mesh's reading of the spool: every committed generation,
+// every report and the newest briefing of every trusted identity, verified
+// against the registry it was loaded with. It answers which nodes applied,
+// failed or are outstanding on a generation (Generation, History) and
+// holds the recovery copies declare hands back to hosts (RecoveryCopies).
+// A State is not safe for concurrent use.
+type State struct {
+	mesh    *mesh.Mesh
+	reg     *enrol.Registry
+	cache   *cacheData
+	path    string
+	dirty   bool
+	strIdx  map[string]uint32
+	workers int
+	gens    []uint64 // committed generations, oldest first
+	unknown []Object // reports filed under node ids no identity has
+	// Warnings are what did not stop the load but the operator should
+	// know: a cache rebuilt, a commit or manifest that was refused.
+	Warnings []string
+	Stats    Stats
+}
+
+func (s *State) warnf(format string, args ...any) {
+	s.Warnings = append(s.Warnings, fmt.Sprintf(format, args...))
+}
+
+// Load reads what is new in the spool since the cache was written and
+// returns the state. reg is the registry after admission (enrol.Admit):
+// reports are verified against its identities, and trust — which
+// identities are revoked — is always taken from it, never from the cache.
+// Load writes the cache back when it learned something.
+func Load(ctx context.Context, m *mesh.Mesh, reg *enrol.Registry, o Options) (*State, error) {
+	s := &State{mesh: m, reg: reg, workers: o.Workers}
+	if s.workers <= 0 {
+		s.workers = 2 * runtime.GOMAXPROCS(0)
+	}
+	spoolName, meshFP := m.Spool.String(), m.Public().Fingerprint()
+	if o.CacheDir != "" {
+		s.path = CachePath(o.CacheDir, spoolName)
+		c, err := readCache(s.path, spoolName, meshFP)
+		switch {
+		case err == nil:
+			s.cache = c
+		case errors.Is(err, errNoCache):
+			s.warnf("no report cache at %s yet: reading every report in spool %s", s.path, spoolName)
+		default:
+			s.warnf("report cache %s: %v: rebuilding it from spool %s", s.path, err, spoolName)
+		}
+	}
+	if s.cache == nil {
+		s.cache = newCache(spoolName, meshFP)
+		s.dirty = true
+	}
+	s.strIdx = make(map[string]uint32, len(s.cache.Strings))
+	for i, str := range s.cache.Strings {
+		s.strIdx[str] = uint32(i)
+	}
+	if err := s.loadCommits(ctx); err != nil {
+		return nil, err
+	}
+	kept, err := s.loadReports(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.loadBriefings(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.loadLedgers(ctx, kept); err != nil {
+		return nil, err
+	}
+	for id, nf := range s.cache.Nodes {
+		if len(nf.Reports) == 0 && nf.Brief == nil {
+			delete(s.cache.Nodes, id)
+			s.dirty = true
+		}
+	}
+	s.save()
+	return s, nil
+}
+
+// save writes the cache if it changed. A cache that cannot be written is a
+// warning: the next run reads more, nothing is wrong.
+func (s *State) save() {
+	if s.path == "" || !s.dirty {
+		return
+	}
+	if err := writeCache(s.path, s.cache); err != nil {
+		s.warnf("%v", err)
+		return
+	}
+	s.dirty = false
+}
+
+// fatal reports whether err means the spool could not be read, as opposed
+// to an object that is bad: the first stops the command, the second is
+// recorded against the object.
+func fatal(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, spool.ErrUnavailable) || fault.ClassOf(err) == fault.Temporary
+}
+
+// Newest returns the newest committed generation, 0 if none.
+func (s *State) Newest() uint64 {
+	if len(s.gens) == 0 {
+		return 0
+	}
+	return s.gens[len(s.gens)-1]
+}
+
+// Committed lists the committed generations, oldest first.
+func (s *State) Committed() []uint64 { return append([]uint64(nil), s.gens...) }
+
+func (s *State) loadCommits(ctx context.Context) error {
+	gens, err := generation.Committed(ctx, s.mesh.Spool)
+	if err != nil {
+		return err
+	}
+	signer := s.mesh.Pair.Sign.Public().(ed25519.PublicKey)
+	seen := make(map[uint64]bool, len(gens))
+	for _, g := range gens {
+		seen[g] = true
+		if _, ok := s.cache.Commits[g]; ok {
+			continue
+		}
+		c, err := generation.ReadCommit(ctx, s.mesh.Spool, g, signer)
+		switch {
+		case err == nil:
+		case errors.Is(err, spool.ErrNotFound):
+			delete(seen, g) // removed since it was listed
+			continue
+		case fatal(ctx, err):
+			return err
+		default:
+			s.warnf("generation %d is left out: %v", g, err)
+			delete(seen, g)
+			continue
+		}
+		s.cache.Commits[g] = commitFact{Run: c.Run, DeclaredAt: c.DeclaredAt}
+		s.Stats.CommitsRead++
+		s.dirty = true
+	}
+	for g := range s.cache.Commits {
+		if !seen[g] {
+			delete(s.cache.Commits, g)
+			s.dirty = true
+		}
+	}
+	for g := range s.cache.Manifests {
+		if _, ok := s.cache.Commits[g]; !ok {
+			delete(s.cache.Manifests, g)
+			s.dirty = true
+		}
+	}
+	for g := range s.cache.Commits {
+		s.gens = append(s.gens, g)
+	}
+	sort.Slice(s.gens, func(i, j int) bool { return s.gens[i] < s.gens[j] })
+	s.Stats.Commits = len(s.gens)
+	return nil
+}
+
+// bound is the newest generation whose reports from id are usable: for a
+// trusted identity the newest committed one; for a revoked identity the
+// newest one committed before it was revoked, because nothing declared
+// later was ever sealed to it, so a report of a later generation cannot be
+// genuine.
+func (s *State) bound(id *enrol.Identity) uint64 {
+	if !id.Revoked() {
+		return s.Newest()
+	}
+	var b uint64
+	for _, g := range s.gens {
+		if !s.cache.Commits[g].DeclaredAt.After(id.RevokedAt) {
+			b = g
+		}
+	}
+	return b
+}
+
+// usable reports whether a report may be counted (or give a recovery
+// copy) for an identity whose bound is b.
+func usable(f *reportFact, b uint64) bool {
+	return f.Err == "" && f.Misfiled == "" && f.Gen <= b
+}
+
+// keptLedger is the ledger of the newest usable report decoded in this
+// run, per node id, waiting to become the node's recovery candidate.
+type keptLedger struct {
+	gen, seq uint64
+	json     []byte
+}
+
+// encodeLedger encodes a ledger for the cache.
+func encodeLedger(entries []ledger.Entry) ([]byte, error) {
+	if entries == nil {
+		entries = []ledger.Entry{}
+	}
+	return json.Marshal(entries)
+}
+
+type listed struct {
+	gen, seq uint64
+	size     int64
+}
+
+// loadReports lists every report, reuses what the cache knows and reads the
+// rest.
+func (s *State) loadReports(ctx context.Context) (map[string]*keptLedger, error) {
+	byNode := map[string][]listed{}
+	err := s.mesh.Spool.List(ctx, spool.ReportPrefix, func(i spool.Info) error {
+		nodeID, gen, seq, err := spool.ParseReportName(i.Name)
+		if err != nil {
+			return nil // spool verify reports strays
+		}
+		byNode[nodeID] = append(byNode[nodeID], listed{gen, seq, i.Size})
+		s.Stats.Reports++
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	type job struct {
+		id   *enrol.Identity
+		fact *reportFact
+		b    uint64
+	}
+	var jobs []job
+	for nodeID, items := range byNode {
+		id := s.reg.Identities[nodeID]
+		if id == nil {
+			if _, ok := s.cache.Nodes[nodeID]; ok {
+				delete(s.cache.Nodes, nodeID)
+				s.dirty = true
+			}
+			for _, it := range items {
+				s.unknown = append(s.unknown, Object{
+					Name: spool.ReportName(nodeID, it.gen, it.seq), NodeID: nodeID, Generation: it.gen,
+					Kind: RefusedUnknown, Reason: fmt.Sprintf("no identity %s was ever admitted", nodeID),
+				})
+			}
+			continue
+		}
+		nf := s.node(id)
+		old := nf.Reports
+		facts := make([]reportFact, len(items))
+		var fresh []int
+		j := 0
+		for i, it := range items {
+			for j < len(old) && (old[j].Gen < it.gen || old[j].Gen == it.gen && old[j].Seq < it.seq) {
+				j++
+				s.dirty = true // gone from the spool
+			}
+			if j < len(old) && old[j].Gen == it.gen && old[j].Seq == it.seq && old[j].Size == it.size {
+				facts[i] = old[j]
+				j++
+				continue
+			}
+			facts[i] = reportFact{Gen: it.gen, Seq: it.seq, Size: it.size}
+			fresh = append(fresh, i)
+		}
+		if j < len(old) {
+			s.dirty = true
+		}
+		nf.Reports = facts
+		b := s.bound(id)
+		for _, i := range fresh {
+			jobs = append(jobs, job{id, &facts[i], b})
+		}
+	}
+	for nodeID, nf := range s.cache.Nodes {
+		if _, ok := byNode[nodeID]; !ok && len(nf.Reports) > 0 {
+			nf.Reports = nil
+			s.dirty = true
+		}
+	}
+	sort.Slice(s.unknown, func(i, j int) bool { return s.unknown[i].Name < s.unknown[j].Name })
+	if len(jobs) > 0 {
+		s.dirty = true
+	}
+	s.Stats.ReportsRead = len(jobs)
+	var mu sync.Mutex
+	kept := map[string]*keptLedger{}
+	err = workpool.Run(ctx, len(jobs), s.workers, func(k int) error {
+		jb := jobs[k]
+		f, entries, err := s.readReport(ctx, jb.id, jb.fact.Gen, jb.fact.Seq)
+		if err != nil {
+			return err
+		}
+		*jb.fact = f
+		if f.Size < 0 || !usable(&f, jb.b) {
+			return nil
+		}
+		mu.Lock()
+		prev := kept[jb.id.NodeID]
+		better := prev == nil || f.Gen > prev.gen || f.Gen == prev.gen && f.Seq > prev.seq
+		mu.Unlock()
+		if !better {
+			return nil
+		}
+		// Encoded now, so the decoded report is not kept alive.
+		data, err := encodeLedger(entries)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		if prev := kept[jb.id.NodeID]; prev == nil || f.Gen > prev.gen || f.Gen == prev.gen && f.Seq > prev.seq {
+			kept[jb.id.NodeID] = &keptLedger{f.Gen, f.Seq, data}
+		}
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Drop reports that vanished between listing and reading.
+	gone := map[string]bool{}
+	for _, jb := range jobs {
+		if jb.fact.Size < 0 {
+			gone[jb.id.NodeID] = true
+		}
+	}
+	for nodeID := range gone {
+		nf := s.cache.Nodes[nodeID]
+		nf.Reports = dropGone(nf.Reports)
+	}
+	return kept, nil
+}
+
+func dropGone(fs []reportFact) []reportFact {
+	out := fs[:0]
+	for _, f := range fs {
+		if f.Size >= 0 {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// node returns the facts of identity id, starting afresh if they were
+// verified against another key.
+func (s *State) node(id *enrol.Identity) *nodeFacts {
+	nf := s.cache.Nodes[id.NodeID]
+	if nf == nil || nf.Signer != id.Host.Sign {
+		nf = &nodeFacts{Signer: id.Host.Sign}
+		s.cache.Nodes[id.NodeID] = nf
+		s.dirty = true
+	}
+	return nf
+}
+
+// readReport reads one report and verifies it against id. A report that
+// vanished is returned with Size -1; one that is refused carries the
+// reason in Err. Only a spool that cannot be read is an error.
+func (s *State) readReport(ctx context.Context, id *enrol.Identity, gen, seq uint64) (reportFact, []ledger.Entry, error) {
+	name := spool.ReportName(id.NodeID, gen, seq)
+	f := reportFact{Gen: gen, Seq: seq}
+	data, err := s.mesh.Spool.Get(ctx, name, 0)
+	switch {
+	case err == nil:
+	case errors.Is(err, spool.ErrNotFound):
+		f.Size = -1
+		return f, nil, nil
+	case errors.Is(err, spool.ErrTooLarge):
+		f.Err = err.Error()
+		return f, nil, nil
+	default:
+		return f, nil, err
+	}
+	f.Size = int64(len(data))
+	v, err := id.Host.Verifier()
+	if err != nil {
+		f.Err = fmt.Sprintf("identity %s of %s: %v", id.NodeID, id.Name, err)
+		return f, nil, nil
+	}
+	var r Report
+	if err := bundle.OpenTOML(data, Ctx(id.NodeID, gen, seq), s.mesh.Pair.Age, v, &r); err != nil {
+		f.Err = err.Error()
+		return f, nil, nil
+	}
+	if r.Version != FormatVersion {
+		f.Err = fmt.Sprintf("report %s is in format version %d; this muster reads version %d", name, r.Version, FormatVersion)
+		return f, nil, nil
+	}
+	var claims []string
+	if r.Node != id.Name {
+		claims = append(claims, "node "+r.Node)
+	}
+	if r.NodeID != id.NodeID {
+		claims = append(claims, "node id "+r.NodeID)
+	}
+	if r.Generation != gen {
+		claims = append(claims, fmt.Sprintf("generation %d", r.Generation))
+	}
+	if len(claims) > 0 {
+		f.Misfiled = fmt.Sprintf("signed by %s (identity %s) for generation %d, but the report names %s", id.Name, id.NodeID, gen, strings.Join(claims, ", "))
+	}
+	f.Outcome = outcome.Of(r.Lines)
+	f.Failed = cloneLines(outcome.FailedLines(r.Lines))
+	for _, n := range r.Notes {
+		f.Notes = append(f.Notes, strings.Clone(n))
+	}
+	f.Start, f.End, f.Muster = unixNano(r.Start), unixNano(r.End), strings.Clone(r.Muster)
+	return f, r.Ledger, nil
+}
+
+// cloneLines copies lines out of a decoded document: decoded strings share
+// the payload's memory, which would otherwise stay alive as long as the
+// facts do.
+func cloneLines(ls []outcome.Line) []outcome.Line {
+	var out []outcome.Line
+	for _, l := range ls {
+		out = append(out, outcome.Line{ID: strings.Clone(l.ID), Status: outcome.Status(strings.Clone(string(l.Status))),
+			Detail: strings.Clone(l.Detail), Digest: strings.Clone(l.Digest)})
+	}
+	return out
+}
+
+// loadBriefings reads the newest briefing of every trusted identity that
+// the cache does not have.
+func (s *State) loadBriefings(ctx context.Context) error {
+	type newestBrief struct {
+		seq  uint64
+		size int64
+	}
+	newest := map[string]newestBrief{}
+	err := s.mesh.Spool.List(ctx, spool.BriefPrefix, func(i spool.Info) error {
+		node, seq, err := spool.ParseBriefName(i.Name)
+		if err != nil {
+			return nil // spool verify reports strays
+		}
+		if n, ok := newest[node]; !ok || seq > n.seq {
+			newest[node] = newestBrief{seq, i.Size}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	active := map[string]bool{}
+	type job struct {
+		id   *enrol.Identity
+		nf   *nodeFacts
+		seq  uint64
+		size int64
+	}
+	var jobs []job
+	for _, id := range s.reg.Active() {
+		active[id.NodeID] = true
+		n, ok := newest[id.NodeID]
+		if !ok {
+			if nf := s.cache.Nodes[id.NodeID]; nf != nil && nf.Brief != nil {
+				nf.Brief = nil
+				s.dirty = true
+			}
+			continue
+		}
+		s.Stats.Briefings++
+		nf := s.node(id)
+		if nf.Brief != nil && nf.Brief.Seq == n.seq && nf.Brief.Size == n.size {
+			continue
+		}
+		jobs = append(jobs, job{id, nf, n.seq, n.size})
+	}
+	for nodeID, nf := range s.cache.Nodes {
+		if !active[nodeID] && nf.Brief != nil {
+			nf.Brief = nil
+			s.dirty = true
+		}
+	}
+	if len(jobs) > 0 {
+		s.dirty = true
+	}
+	s.Stats.BriefingsRead = len(jobs)
+	return workpool.Run(ctx, len(jobs), s.workers, func(k int) error {
+		jb := jobs[k]
+		b, err := s.reg.OpenBriefing(ctx, s.mesh, jb.id.NodeID, jb.seq)
+		switch {
+		case err == nil:
+			jb.nf.Brief = &briefFact{Seq: jb.seq, Size: jb.size, Time: unixNano(b.Time), Failed: cloneLines(outcome.FailedLines(b.Lines))}
+		case errors.Is(err, spool.ErrNotFound):
+			jb.nf.Brief = nil
+		case fatal(ctx, err):
+			return err
+		default:
+			// As for enrol list: a briefing that cannot be read or
+			// verified makes the node ineligible, with the reason.
+			jb.nf.Brief = &briefFact{Seq: jb.seq, Size: jb.size, Failed: []outcome.Line{
+				{ID: "briefing", Status: outcome.Failed, Detail: err.Error()},
+			}}
+		}
+		return nil
+	})
+}
+
+// loadLedgers makes each node id's recovery candidate the ledger of its
+// newest usable report, reading a report again only when the candidate
+// moved to one whose ledger was not kept (a revocation or a new commit
+// changed which reports are usable).
+func (s *State) loadLedgers(ctx context.Context, kept map[string]*keptLedger) error {
+	type job struct {
+		id *enrol.Identity
+		nf *nodeFacts
+		f  reportFact
+		b  uint64
+	}
+	var jobs []job
+	for nodeID, nf := range s.cache.Nodes {
+		id := s.reg.Identities[nodeID]
+		if id == nil {
+			continue
+		}
+		b := s.bound(id)
+		best := newestUsable(nf.Reports, b)
+		switch {
+		case best == nil:
+			if nf.Ledger != nil {
+				nf.Ledger = nil
+				s.dirty = true
+			}
+		case nf.Ledger != nil && nf.Ledger.Gen == best.Gen && nf.Ledger.Seq == best.Seq:
+		case kept[nodeID] != nil && kept[nodeID].gen == best.Gen && kept[nodeID].seq == best.Seq:
+			s.setLedger(nf, best.Gen, best.Seq, kept[nodeID].json)
+			s.dirty = true
+		default:
+			jobs = append(jobs, job{id, nf, *best, b})
+		}
+	}
+	if len(jobs) > 0 {
+		s.dirty = true
+	}
+	s.Stats.LedgersRead = len(jobs)
+	var mu sync.Mutex
+	err := workpool.Run(ctx, len(jobs), s.workers, func(k int) error {
+		jb := jobs[k]
+		f, entries, err := s.readReport(ctx, jb.id, jb.f.Gen, jb.f.Seq)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if f.Size < 0 || !usable(&f, jb.b) {
+			// Changed under us; the next run sorts it out.
+			jb.nf.Ledger = nil
+			return nil
+		}
+		data, err := encodeLedger(entries)
+		if err != nil {
+			return err
+		}
+		s.setLedger(jb.nf, f.Gen, f.Seq, data)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// Drop the ledgers no node refers to any more.
+	used := map[[32]byte]bool{}
+	for _, nf := range s.cache.Nodes {
+		if nf.Ledger != nil {
+			used[nf.Ledger.Sum] = true
+		}
+	}
+	for sum := range s.cache.Ledgers {
+		if !used[sum] {
+			delete(s.cache.Ledgers, sum)
+			s.dirty = true
+		}
+	}
+	return nil
+}
+
+// setLedger makes the ledger data (JSON) nf's recovery candidate.
+func (s *State) setLedger(nf *nodeFacts, gen, seq uint64, data []byte) {
+	sum := sha256.Sum256(data)
+	if _, ok := s.cache.Ledgers[sum]; !ok {
+		s.cache.Ledgers[sum] = data
+	}
+	nf.Ledger = &ledgerRef{Gen: gen, Seq: seq, Sum: sum}
+}
+
+// newestUsable returns the newest report in fs (sorted by generation and
+// sequence) usable under bound b.
+func newestUsable(fs []reportFact, b uint64) *reportFact {
+	for i := len(fs) - 1; i >= 0; i-- {
+		if usable(&fs[i], b) {
+			return &fs[i]
+		}
+	}
+	return nil
+}

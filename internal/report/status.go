@@ -1,0 +1,509 @@
+package report
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/muster-tool/muster/internal/bundle"
+	"github.com/muster-tool/muster/internal/enrol"
+	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/generation"
+	"github.com/muster-tool/muster/internal/outcome"
+	"github.com/muster-tool/muster/spool"
+)
+
+// Status is where a node stands on one generation. Every node is exactly
+// one of them. The precedence, from the manifest declare wrote for the
+// generation:
+//
+//   - assigned by the manifest: Applied, Failed or Outstanding, judged by
+//     the newest counted report of that generation from the node's current
+//     identity, even if the node has become ineligible since;
+//   - listed as ineligible by the manifest: Ineligible;
+//   - listed as unassigned by the manifest: Unassigned;
+//   - not in the manifest at all (enrolled since): Ineligible if its
+//     newest briefing has a failed line, Unassigned otherwise.
+//
+// A node whose current identity is revoked is Decommissioned whatever the
+// manifest says. Outstanding has no time limit: a node that has been off
+// for weeks is outstanding, never failed, stale or dead.
+type Status string
+
+const (
+	Applied        Status = "applied"
+	Failed         Status = "failed"
+	Outstanding    Status = "outstanding"
+	Ineligible     Status = "ineligible"
+	Unassigned     Status = "unassigned"
+	Decommissioned Status = "decommissioned"
+)
+
+// statusOrder is the order of --sort status: what needs attention first.
+var statusOrder = map[Status]int{Failed: 0, Outstanding: 1, Ineligible: 2, Unassigned: 3, Applied: 4, Decommissioned: 5}
+
+// NodeStatus is one node on one generation.
+type NodeStatus struct {
+	Name   string
+	NodeID string // the current identity (for a decommissioned node, the revoked one)
+	Status Status
+	// Report is the newest counted report of the generation (applied,
+	// failed), nil otherwise.
+	Report *ReportInfo
+	// FailedLines are the reasons: the failed lines of the report
+	// (failed) or of the newest briefing (ineligible).
+	FailedLines []outcome.Line
+	// LastApplied is the newest generation the node applied (its newest
+	// report of it passed), 0 if none.
+	LastApplied uint64
+	// LastContact is the time of the node's newest counted report or
+	// briefing, zero if it never sent either. It is shown as it is:
+	// there is no threshold.
+	LastContact time.Time
+	// Note explains what the status alone does not.
+	Note string
+}
+
+// ReportInfo describes one report.
+type ReportInfo struct {
+	Object     string
+	Seq        uint64
+	Start, End time.Time
+	Muster     string
+	Notes      []string
+}
+
+// Object is a report that was refused or flagged, and why.
+type Object struct {
+	Name       string
+	Node       string // the node name, when the identity is known
+	NodeID     string
+	Generation uint64
+	Kind       string
+	Reason     string
+}
+
+// Kinds of refused and flagged reports.
+const (
+	// Refused: not counted and not trusted.
+	RefusedRevoked    = "revoked"    // from an identity that is revoked now
+	RefusedUnknown    = "unknown"    // filed under a node id no identity has
+	RefusedUnverified = "unverified" // failed verification or decoding
+	// Flagged: validly signed but claiming what cannot be, so not counted.
+	FlaggedNewer    = "newer"    // a generation newer than the newest committed
+	FlaggedMisfiled = "misfiled" // names another node, node id or generation than it is filed under
+)
+
+// Totals count the nodes of a view by status.
+type Totals struct {
+	Nodes, Applied, Failed, Outstanding, Ineligible, Unassigned, Decommissioned int
+}
+
+func (t *Totals) add(s Status) {
+	t.Nodes++
+	switch s {
+	case Applied:
+		t.Applied++
+	case Failed:
+		t.Failed++
+	case Outstanding:
+		t.Outstanding++
+	case Ineligible:
+		t.Ineligible++
+	case Unassigned:
+		t.Unassigned++
+	case Decommissioned:
+		t.Decommissioned++
+	}
+}
+
+// Selection chooses the nodes of a view.
+type Selection struct {
+	// Names limits the view to these nodes; empty means every node.
+	Names []string
+	// All includes decommissioned nodes (a node named in Names is always
+	// included).
+	All bool
+}
+
+// View is where every selected node stands on one generation.
+type View struct {
+	Generation uint64
+	Run        string
+	DeclaredAt time.Time
+	Newest     uint64 // the newest committed generation
+	// Manifest is false when the generation's manifest could not be read:
+	// every eligible node is then taken as assigned.
+	Manifest bool
+	Nodes    []NodeStatus // by name
+	Totals   Totals
+	// Refused and Flagged are the reports not counted, of the selected
+	// nodes (of every node id when no names are selected).
+	Refused []Object
+	Flagged []Object
+}
+
+// RefusedCounts counts refused reports by kind.
+func (v *View) RefusedCounts() map[string]int {
+	c := map[string]int{RefusedRevoked: 0, RefusedUnknown: 0, RefusedUnverified: 0}
+	for _, o := range v.Refused {
+		c[o.Kind]++
+	}
+	return c
+}
+
+// manifestView is a manifest as report uses it.
+type manifestView struct {
+	assigned   map[string]string // name → node id
+	ineligible map[string]bool
+	unassigned map[string]bool
+}
+
+// Generation returns where the selected nodes stand on generation gen (0
+// means the newest committed).
+func (s *State) Generation(ctx context.Context, gen uint64, sel Selection) (*View, error) {
+	if gen == 0 {
+		gen = s.Newest()
+		if gen == 0 {
+			return nil, fault.WithHint(generation.ErrNoGeneration, "declare one with: muster declare")
+		}
+	}
+	c, ok := s.cache.Commits[gen]
+	if !ok {
+		return nil, fault.WithHint(fmt.Errorf("generation %d is not committed (the newest is %d)", gen, s.Newest()),
+			"see the committed generations with: muster report --history")
+	}
+	want, err := s.selection(sel)
+	if err != nil {
+		return nil, err
+	}
+	man, err := s.manifest(ctx, gen)
+	if err != nil {
+		return nil, err
+	}
+	s.save()
+	v := &View{Generation: gen, Run: c.Run, DeclaredAt: c.DeclaredAt, Newest: s.Newest(), Manifest: man != nil}
+	for _, name := range s.reg.Names() {
+		n := s.reg.Nodes[name]
+		if !want(n) {
+			continue
+		}
+		ns := s.classify(gen, c, man, n)
+		v.Nodes = append(v.Nodes, ns)
+		v.Totals.add(ns.Status)
+	}
+	v.Refused, v.Flagged = s.objects(sel)
+	return v, nil
+}
+
+// HistoryEntry is one generation's totals as of now.
+type HistoryEntry struct {
+	Generation uint64
+	Run        string
+	DeclaredAt time.Time
+	Manifest   bool
+	Totals     Totals
+}
+
+// History returns every committed generation, newest first, with where
+// the selected nodes stand on it now.
+func (s *State) History(ctx context.Context, sel Selection) ([]HistoryEntry, error) {
+	want, err := s.selection(sel)
+	if err != nil {
+		return nil, err
+	}
+	var out []HistoryEntry
+	for i := len(s.gens) - 1; i >= 0; i-- {
+		gen := s.gens[i]
+		c := s.cache.Commits[gen]
+		man, err := s.manifest(ctx, gen)
+		if err != nil {
+			return nil, err
+		}
+		h := HistoryEntry{Generation: gen, Run: c.Run, DeclaredAt: c.DeclaredAt, Manifest: man != nil}
+		for _, name := range s.reg.Names() {
+			n := s.reg.Nodes[name]
+			if want(n) {
+				h.Totals.add(s.classify(gen, c, man, n).Status)
+			}
+		}
+		out = append(out, h)
+	}
+	s.save()
+	return out, nil
+}
+
+// selection returns which registry nodes sel includes.
+func (s *State) selection(sel Selection) (func(*enrol.Node) bool, error) {
+	if len(sel.Names) == 0 {
+		return func(n *enrol.Node) bool { return sel.All || !decommissioned(n) }, nil
+	}
+	named := map[string]bool{}
+	for _, name := range sel.Names {
+		if s.reg.Nodes[name] == nil {
+			return nil, fault.WithHint(fmt.Errorf("node %s is not enrolled", name), "see the enrolled nodes with: muster enrol list")
+		}
+		named[name] = true
+	}
+	return func(n *enrol.Node) bool { return named[n.Name] }, nil
+}
+
+func decommissioned(n *enrol.Node) bool { return n.Current == nil || n.Current.Revoked() }
+
+// manifest returns generation gen's manifest, nil with a warning if it
+// cannot be read.
+func (s *State) manifest(ctx context.Context, gen uint64) (*manifestView, error) {
+	c := s.cache.Commits[gen]
+	mf, ok := s.cache.Manifests[gen]
+	if !ok || mf.Run != c.Run {
+		name := spool.ManifestName(gen, c.Run)
+		data, err := s.mesh.Spool.Get(ctx, name, 0)
+		if err != nil {
+			if fatal(ctx, err) || !errors.Is(err, spool.ErrNotFound) && !errors.Is(err, spool.ErrTooLarge) {
+				return nil, err
+			}
+			s.warnf("generation %d: its manifest %s cannot be read (%v): every eligible node is taken as assigned", gen, name, err)
+			return nil, nil
+		}
+		var man generation.Manifest
+		signer := s.mesh.Pair.Sign.Public().(ed25519.PublicKey)
+		err = bundle.OpenTOML(data, generation.ManifestCtx(gen, c.Run), s.mesh.Pair.Age, signer, &man)
+		if err == nil && (man.Generation != gen || man.Run != c.Run) {
+			err = fmt.Errorf("it names generation %d of run %s", man.Generation, man.Run)
+		}
+		if err != nil {
+			s.warnf("generation %d: manifest %s refused: %v: every eligible node is taken as assigned", gen, name, err)
+			return nil, nil
+		}
+		mf = manifestFact{Run: c.Run}
+		for _, n := range man.Nodes {
+			mf.Names = append(mf.Names, s.cache.intern(s.strIdx, n.Name))
+			mf.IDs = append(mf.IDs, s.cache.intern(s.strIdx, n.NodeID))
+		}
+		for _, n := range man.Ineligible {
+			mf.Ineligible = append(mf.Ineligible, s.cache.intern(s.strIdx, n))
+		}
+		for _, n := range man.Unassigned {
+			mf.Unassigned = append(mf.Unassigned, s.cache.intern(s.strIdx, n))
+		}
+		s.cache.Manifests[gen] = mf
+		s.Stats.ManifestsRead++
+		s.dirty = true
+	}
+	str := s.cache.Strings
+	mv := &manifestView{
+		assigned:   make(map[string]string, len(mf.Names)),
+		ineligible: make(map[string]bool, len(mf.Ineligible)),
+		unassigned: make(map[string]bool, len(mf.Unassigned)),
+	}
+	for i, n := range mf.Names {
+		mv.assigned[str[n]] = str[mf.IDs[i]]
+	}
+	for _, n := range mf.Ineligible {
+		mv.ineligible[str[n]] = true
+	}
+	for _, n := range mf.Unassigned {
+		mv.unassigned[str[n]] = true
+	}
+	return mv, nil
+}
+
+// classify decides where node n stands on generation gen (see Status).
+func (s *State) classify(gen uint64, c commitFact, man *manifestView, n *enrol.Node) NodeStatus {
+	ns := NodeStatus{Name: n.Name}
+	cur := n.Current
+	if decommissioned(n) {
+		ns.Status = Decommissioned
+		if cur != nil {
+			ns.NodeID = cur.NodeID
+			ns.Note = fmt.Sprintf("identity %s was revoked at %s: %s", cur.NodeID, cur.RevokedAt.UTC().Format(time.RFC3339), cur.RevokeReason)
+		}
+		return ns
+	}
+	ns.NodeID = cur.NodeID
+	var reports []reportFact
+	var brief *briefFact
+	if nf := s.cache.Nodes[cur.NodeID]; nf != nil {
+		reports, brief = nf.Reports, nf.Brief
+	}
+	b := s.Newest()
+	ns.LastApplied = lastApplied(reports, b)
+	ns.LastContact = lastContact(reports, brief, b)
+	briefFails := brief != nil && len(brief.Failed) > 0
+	ineligible := func(why string) NodeStatus {
+		ns.Status = Ineligible
+		switch {
+		case briefFails:
+			ns.FailedLines = brief.Failed
+		case brief == nil:
+			ns.Note = why + "; no briefing from it has been read"
+		default:
+			ns.Note = why + "; its newest briefing passes now, so the next declare can assign it"
+		}
+		return ns
+	}
+	switch {
+	case man == nil:
+		if briefFails {
+			return ineligible("")
+		}
+	case man.assigned[n.Name] != "":
+		if was := man.assigned[n.Name]; was != cur.NodeID {
+			ns.Note = fmt.Sprintf("generation %d was assigned to identity %s, which %s has replaced", gen, was, cur.NodeID)
+		}
+	case man.ineligible[n.Name]:
+		return ineligible(fmt.Sprintf("ineligible when generation %d was declared", gen))
+	case man.unassigned[n.Name]:
+		ns.Status = Unassigned
+		ns.Note = fmt.Sprintf("no role of generation %d selects it", gen)
+		return ns
+	default:
+		if briefFails {
+			return ineligible("")
+		}
+		ns.Status = Unassigned
+		if cur.AdmittedAt.After(c.DeclaredAt) {
+			ns.Note = fmt.Sprintf("enrolled after generation %d was declared", gen)
+		} else {
+			ns.Note = fmt.Sprintf("not in the manifest of generation %d", gen)
+		}
+		return ns
+	}
+	r := newestCounted(reports, gen, b)
+	if r == nil {
+		ns.Status = Outstanding
+		return ns
+	}
+	ns.Report = &ReportInfo{Object: spool.ReportName(cur.NodeID, r.Gen, r.Seq), Seq: r.Seq, Start: fromUnixNano(r.Start), End: fromUnixNano(r.End), Muster: r.Muster, Notes: r.Notes}
+	if r.Outcome == outcome.Passed {
+		ns.Status = Applied
+	} else {
+		ns.Status = Failed
+		ns.FailedLines = r.Failed
+	}
+	return ns
+}
+
+// newestCounted returns the newest usable report of generation gen.
+func newestCounted(fs []reportFact, gen, b uint64) *reportFact {
+	i := sort.Search(len(fs), func(i int) bool { return fs[i].Gen > gen })
+	for i--; i >= 0 && fs[i].Gen == gen; i-- {
+		if usable(&fs[i], b) {
+			return &fs[i]
+		}
+	}
+	return nil
+}
+
+// lastApplied is the newest generation whose newest usable report passed.
+func lastApplied(fs []reportFact, b uint64) uint64 {
+	var decided uint64 // the generation whose newest report was seen
+	for i := len(fs) - 1; i >= 0; i-- {
+		f := &fs[i]
+		if !usable(f, b) || f.Gen == decided {
+			continue
+		}
+		decided = f.Gen
+		if f.Outcome == outcome.Passed {
+			return f.Gen
+		}
+	}
+	return 0
+}
+
+// lastContact is the time of the newest usable report or briefing.
+func lastContact(fs []reportFact, brief *briefFact, b uint64) time.Time {
+	var t int64
+	for i := range fs {
+		f := &fs[i]
+		if !usable(f, b) {
+			continue
+		}
+		at := f.End
+		if at == 0 {
+			at = f.Start
+		}
+		t = max(t, at)
+	}
+	if brief != nil {
+		t = max(t, brief.Time)
+	}
+	return fromUnixNano(t)
+}
+
+// objects lists the refused and flagged reports of the selected nodes.
+func (s *State) objects(sel Selection) (refused, flagged []Object) {
+	named := map[string]bool{}
+	for _, n := range sel.Names {
+		named[n] = true
+	}
+	newest := s.Newest()
+	for nodeID, nf := range s.cache.Nodes {
+		id := s.reg.Identities[nodeID]
+		if id == nil || len(named) > 0 && !named[id.Name] {
+			continue
+		}
+		for i := range nf.Reports {
+			f := &nf.Reports[i]
+			o := Object{Name: spool.ReportName(nodeID, f.Gen, f.Seq), Node: id.Name, NodeID: nodeID, Generation: f.Gen}
+			switch {
+			case f.Err != "":
+				o.Kind, o.Reason = RefusedUnverified, f.Err
+				refused = append(refused, o)
+			case id.Revoked():
+				o.Kind = RefusedRevoked
+				o.Reason = fmt.Sprintf("identity %s of %s was revoked at %s: %s", nodeID, id.Name, id.RevokedAt.UTC().Format(time.RFC3339), id.RevokeReason)
+				refused = append(refused, o)
+			case f.Misfiled != "":
+				o.Kind, o.Reason = FlaggedMisfiled, f.Misfiled
+				flagged = append(flagged, o)
+			case f.Gen > newest:
+				o.Kind = FlaggedNewer
+				if newest == 0 {
+					o.Reason = fmt.Sprintf("it claims generation %d, but no generation is committed", f.Gen)
+				} else {
+					o.Reason = fmt.Sprintf("it claims generation %d, newer than the newest committed generation %d", f.Gen, newest)
+				}
+				flagged = append(flagged, o)
+			}
+		}
+	}
+	if len(named) == 0 {
+		refused = append(refused, s.unknown...)
+	}
+	byName := func(os []Object) {
+		sort.Slice(os, func(i, j int) bool { return os[i].Name < os[j].Name })
+	}
+	byName(refused)
+	byName(flagged)
+	return refused, flagged
+}
+
+// SortNodes orders nodes by "name", "status" (what needs attention
+// first: failed, outstanding, ineligible, unassigned, applied,
+// decommissioned) or "contact" (longest without contact first, never
+// first of all), then by name.
+func SortNodes(nodes []NodeStatus, by string) error {
+	var less func(a, b *NodeStatus) int
+	switch by {
+	case "", "name":
+		less = func(a, b *NodeStatus) int { return 0 }
+	case "status":
+		less = func(a, b *NodeStatus) int { return statusOrder[a.Status] - statusOrder[b.Status] }
+	case "contact":
+		less = func(a, b *NodeStatus) int { return a.LastContact.Compare(b.LastContact) }
+	default:
+		return fault.Usagef("--sort %q: want name, status or contact", by)
+	}
+	sort.SliceStable(nodes, func(i, j int) bool {
+		if c := less(&nodes[i], &nodes[j]); c != 0 {
+			return c < 0
+		}
+		return strings.Compare(nodes[i].Name, nodes[j].Name) < 0
+	})
+	return nil
+}
