@@ -114,7 +114,7 @@ func TestOpen(t *testing.T) {
 	}{
 		{"", "--spool", fault.Usage},
 		{"dir:", "no directory", fault.Usage},
-		{"s3://bucket/prefix", "not built yet", fault.Usage},
+		{"s3://bucket/prefix?bogus=1", "unknown parameter", fault.Usage},
 		{"ftp://host/x", `"ftp"`, fault.Usage},
 		{"file://otherhost/x", "otherhost", fault.Usage},
 		{filepath.Join(dir, "missing"), "does not exist", fault.Temporary},

@@ -101,4 +101,58 @@
 // filesystem, a network filesystem gone away) wrap ErrUnavailable and are
 // classed temporary (see internal/fault), so a timer retries instead of
 // reporting a failure.
+//
+// # S3 backend
+//
+// The S3 backend keeps a spool in a bucket of an S3-compatible object
+// store (AWS S3, MinIO, Ceph, Garage, versitygw). Its location is
+//
+//	s3://bucket/prefix?endpoint=host:port&region=R&tls=false
+//
+// Object name N is the key prefix/N (N itself when there is no prefix).
+// Without endpoint the store is AWS S3; with one it is addressed
+// path-style (http(s)://host:port/bucket/key), which every S3-compatible
+// store understands. region defaults to AWS_REGION or AWS_DEFAULT_REGION,
+// else the store is asked; tls=false talks plain HTTP. Any other parameter
+// is refused, so a misspelt one is not ignored. Credentials never appear in
+// the location: they come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
+// AWS_SESSION_TOKEN, else from the shared credentials file
+// (AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials, profile AWS_PROFILE
+// or "default").
+//
+// S3 keys are at most 1024 bytes, prefix included, so under a prefix of P
+// bytes names longer than 1023-P bytes are refused with ErrBadName.
+//
+// A Put first asks for the object (HEAD) and, if it exists, compares bytes,
+// so re-putting costs no upload. Otherwise it is a PUT with
+// "If-None-Match: *": the store creates the object only if the key is free
+// and answers 412 Precondition Failed if not, and Put then reads the
+// object and compares bytes (same bytes: nil; different: ErrConflict). Of
+// two writers racing for a name exactly one wins. A store that ignores
+// If-None-Match (some older S3-compatible stores) replaces the object
+// instead, so there the guarantee holds only outside the window between a
+// Put's HEAD and its PUT: two writers racing for one name within
+// milliseconds can both succeed, the later one's bytes winning. The commit
+// of a generation is the write this matters for; use a store that honours
+// conditional writes (AWS S3 does since 2024, and so does versitygw, which
+// the tests run against) when several declare runs may race. A PUT is atomic on every
+// S3 store: a reader sees the whole object or none, and an interrupted
+// upload leaves nothing.
+//
+// List pages through the store's key listing (1000 keys a request) in key
+// order, which is bytewise name order; keys that are no valid name (folder
+// markers, anything else in the bucket) are not shown. Get refuses an
+// object larger than its limit from the Content-Length, and never reads
+// more than the limit plus one byte. Stores that keep objects as files
+// (versitygw's posix backend) cannot hold "a/b" and "a/b/c" at once; their
+// refusal is ErrConflict, as in the directory backend.
+//
+// Every request is tried up to 5 times when it fails in a way trying again
+// may cure (a 5xx answer, throttling such as 503 SlowDown, a timeout, a
+// broken connection), waiting 200ms before the second attempt and twice as
+// long before each next one, up to 5s, give or take a quarter. Then the
+// error wraps ErrUnavailable and is classed temporary, as are refused
+// credentials and a missing bucket (fixed outside muster, like a directory
+// that is not mounted). Errors name the store ("s3://bucket/prefix at
+// host:port"), the operation and object, and the attempts made.
 package spool

@@ -67,8 +67,9 @@ var (
 )
 
 // Open opens a spool from a location: a directory path, "dir:PATH",
-// "file://PATH", or (later) "s3://bucket/prefix?...". A location that is
-// not understood is a usage error.
+// "file://PATH", or "s3://bucket/prefix?endpoint=host:port&region=R&tls=false"
+// (see ParseS3Location). A location that is not understood is a usage
+// error.
 func Open(location string) (Spool, error) {
 	if location == "" {
 		return nil, fault.Usagef("no spool given: pass --spool or set MUSTER_SPOOL")
@@ -76,7 +77,15 @@ func Open(location string) (Spool, error) {
 	var dir string
 	switch {
 	case strings.HasPrefix(location, "s3://"):
-		return nil, fault.Usagef("spool %s: the s3 backend is not built yet", location)
+		cfg, err := ParseS3Location(location)
+		if err != nil {
+			return nil, err
+		}
+		s, err := OpenS3(cfg)
+		if err != nil {
+			return nil, err // not s: a nil *S3 in a Spool is not a nil Spool
+		}
+		return s, nil
 	case strings.HasPrefix(location, "file://"):
 		u, err := url.Parse(location)
 		if err != nil {

@@ -1,0 +1,350 @@
+package cli
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/pflag"
+
+	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/gc"
+	"github.com/muster-tool/muster/internal/mesh"
+	"github.com/muster-tool/muster/internal/spoolcheck"
+	"github.com/muster-tool/muster/spool"
+)
+
+func init() {
+	register(&Command{
+		Name:  "spool",
+		Short: "copy, check and clean a spool",
+		Long: `Work on the spool itself: copy objects between two spools (sneakernet,
+mirrors), check that every object is whole, and remove what no reader needs.
+None of these commands needs a key.`,
+		Sub: []*Command{cmdSpoolSync(), cmdSpoolVerify(), cmdSpoolGC()},
+	})
+}
+
+// spoolJSONVersion is the version of the --json output of the spool
+// commands.
+const spoolJSONVersion = 1
+
+type syncJSON struct {
+	Version     int               `json:"version"`
+	Source      string            `json:"source"`
+	Destination string            `json:"destination"`
+	DryRun      bool              `json:"dry_run"`
+	Copied      int               `json:"copied"`
+	Skipped     int               `json:"skipped"`
+	Bytes       int64             `json:"bytes"`
+	Conflicts   []spool.SyncIssue `json:"conflicts"`
+	Damaged     []spool.SyncIssue `json:"damaged"`
+}
+
+func cmdSpoolSync() *Command {
+	return &Command{
+		Name:  "sync",
+		Usage: "muster spool sync SRC DST [--check] [--dry-run] [--json] [--workers N]",
+		Short: "copy the objects DST lacks from SRC, never overwriting",
+		Long: `Copy to spool DST every object of spool SRC that DST does not have. SRC and
+DST are directories or s3:// locations, in any combination (see
+muster-spool(5)). Nothing is ever overwritten or deleted, so syncing both ways
+merges two copies of a spool that both grew into their union.
+
+Objects are matched by name and size without reading them (--check compares
+the content of objects on both sides). Each copied object is read from SRC,
+checked to be a whole bundle by its header (a truncated copy is reported as
+damaged and not copied), written to DST and read back and compared (size and
+SHA-256). Temp files are never copied. Commits are copied last, so at DST a
+generation never appears before its declarations.
+
+An object present on both sides with different bytes is a conflict: it is
+named on stderr and left alone, and sync exits 1. An interrupted sync leaves
+only whole objects; run it again to copy the rest.
+
+Prints a one-line summary (a progress bar on a terminal), or with --json:
+{"version": 1, "source", "destination", "dry_run", "copied", "skipped",
+"bytes", "conflicts": [{"name", "detail"}], "damaged": [{"name", "detail"}]}.`,
+		Examples: `# carry the mesh's spool to an air-gapped site on a USB stick, and back
+muster spool sync /srv/muster/spool /media/usb/spool
+muster spool sync /media/usb/spool /srv/muster/spool
+
+# mirror a directory spool into an object store
+muster spool sync /srv/muster/spool 's3://fleet/spool?endpoint=minio.internal:9000'`,
+		Exits: []int{ExitFailure, ExitUsage, ExitTemporary},
+		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
+			check := fs.Bool("check", false, "compare the content of objects both spools have, not only their size")
+			dryRun := fs.Bool("dry-run", false, "read and check what would be copied, write nothing")
+			asJSON := fs.Bool("json", false, "versioned JSON summary for machines")
+			workers := fs.Int("workers", spool.DefaultSyncWorkers, "copy `N` objects at once")
+			return func(env *Env, args []string) error {
+				if err := needArgs(args, 2, 2, "SRC and DST spools"); err != nil {
+					return err
+				}
+				if *workers < 1 {
+					return fault.Usagef("--workers %d: want at least 1", *workers)
+				}
+				src, err := spool.Open(args[0])
+				if err != nil {
+					return err
+				}
+				dst, err := spool.Open(args[1])
+				if err != nil {
+					return err
+				}
+				if src.String() == dst.String() {
+					return fault.Usagef("SRC and DST are the same spool (%s)", src)
+				}
+				opts := spool.SyncOptions{
+					Check:     *check,
+					DryRun:    *dryRun,
+					Workers:   *workers,
+					MaxObject: spoolcheck.MaxObject,
+					Validate:  spoolcheck.Object,
+				}
+				var bar *progressbar.ProgressBar
+				if isTerminal(env.Stdio.Err) {
+					opts.Progress = func(p spool.SyncProgress) {
+						if bar == nil {
+							bar = progressbar.NewOptions(p.Total,
+								progressbar.OptionSetWriter(env.Stdio.Err),
+								progressbar.OptionSetDescription("sync"),
+								progressbar.OptionShowCount(),
+								progressbar.OptionClearOnFinish(),
+								progressbar.OptionThrottle(100*time.Millisecond))
+						}
+						bar.Set(p.Done)
+					}
+				}
+				res, err := spool.Sync(env.Ctx, src, dst, opts)
+				if bar != nil {
+					bar.Clear()
+				}
+				for _, c := range res.Conflicts {
+					fmt.Fprintf(env.Stdio.Err, "muster: error: conflict %s: %s\n", c.Name, c.Detail)
+				}
+				for _, d := range res.Damaged {
+					fmt.Fprintf(env.Stdio.Err, "muster: error: damaged %s: %s\n", d.Name, d.Detail)
+				}
+				if *asJSON {
+					out := syncJSON{Version: spoolJSONVersion, Source: src.String(), Destination: dst.String(), DryRun: *dryRun,
+						Copied: res.Copied, Skipped: res.Skipped, Bytes: res.Bytes,
+						Conflicts: orEmpty(res.Conflicts), Damaged: orEmpty(res.Damaged)}
+					if jerr := writeJSON(env.Stdio.Out, out); jerr != nil && err == nil {
+						err = jerr
+					}
+				} else {
+					verb := "copied"
+					if *dryRun {
+						verb = "would copy"
+					}
+					fmt.Fprintf(env.Stdio.Out, "%s %s (%s) from %s to %s; %d already there\n",
+						verb, count(res.Copied, "object"), sizeString(res.Bytes), src, dst, res.Skipped)
+				}
+				switch {
+				case errors.Is(err, spool.ErrConflict):
+					err = fault.WithHint(err, "nothing was overwritten; find out which copy is right (muster spool verify on each side), remove the wrong one, then sync again")
+				case errors.Is(err, spool.ErrDamaged):
+					err = fault.WithHint(err, "the damaged objects stay where they are; copy them again from where they were written, then sync again")
+				}
+				return err
+			}
+		},
+	}
+}
+
+func orEmpty(s []spool.SyncIssue) []spool.SyncIssue {
+	if s == nil {
+		return []spool.SyncIssue{}
+	}
+	return s
+}
+
+func count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// sizeString shows a byte count for people.
+func sizeString(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+type verifyJSON struct {
+	Version  int                  `json:"version"`
+	Spool    string               `json:"spool"`
+	Objects  int                  `json:"objects"`
+	Bytes    int64                `json:"bytes"`
+	Problems []spoolcheck.Problem `json:"problems"`
+}
+
+func cmdSpoolVerify() *Command {
+	return &Command{
+		Name:  "verify",
+		Usage: "muster spool verify [--json]",
+		Short: "check that every object in the spool is whole and where it belongs",
+		Long: `Read every object of the spool and check it without any key: its name
+follows the spool's layout (a known prefix, the right number of segments,
+well-formed generation and sequence numbers), and its bytes are a whole
+bundle by its header (format, body length, and for signed bundles the
+signature and the name they were made for). In a directory spool, temp files
+older than an hour and files no object name maps to (such as partial files
+of an interrupted copy) are reported too.
+
+Prints one line per problem on stdout, "KIND OBJECT: DETAIL", where KIND is
+damaged, misfiled, unknown-prefix, bad-layout, size-mismatch, temp-file or
+stray; and exits 1 if there is any. With --json: {"version": 1, "spool",
+"objects", "bytes", "problems": [{"object", "kind", "detail"}]}.
+
+Verify catches truncated, padded and misfiled objects, not forged ones:
+hosts and the mesh refuse those when they open them with their keys.`,
+		Examples: `muster spool verify --spool /media/usb/spool
+muster spool verify --json | jq -r '.problems[] | select(.kind == "damaged") | .object'`,
+		Global: []string{"spool"},
+		Exits:  []int{ExitFailure, ExitUsage, ExitTemporary},
+		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
+			asJSON := fs.Bool("json", false, "versioned JSON for machines")
+			return func(env *Env, args []string) error {
+				if err := needArgs(args, 0, 0, ""); err != nil {
+					return err
+				}
+				sp, err := spool.Open(env.Global.Spool)
+				if err != nil {
+					return err
+				}
+				rep, err := spoolcheck.Verify(env.Ctx, sp, spoolcheck.Options{})
+				if err != nil {
+					return err
+				}
+				if *asJSON {
+					problems := rep.Problems
+					if problems == nil {
+						problems = []spoolcheck.Problem{}
+					}
+					if err := writeJSON(env.Stdio.Out, verifyJSON{spoolJSONVersion, rep.Spool, rep.Objects, rep.Bytes, problems}); err != nil {
+						return err
+					}
+				} else {
+					for _, p := range rep.Problems {
+						fmt.Fprintln(env.Stdio.Out, p.String())
+					}
+				}
+				if len(rep.Problems) > 0 {
+					return fmt.Errorf("spool %s: %s in %s", sp, count(len(rep.Problems), "problem"), count(rep.Objects, "object"))
+				}
+				if !*asJSON {
+					fmt.Fprintf(env.Stdio.Out, "spool %s: %s (%s), no problems\n", sp, count(rep.Objects, "object"), sizeString(rep.Bytes))
+				}
+				return nil
+			}
+		},
+	}
+}
+
+// gcMovedPast tells `spool gc --keep` whether every node has moved past
+// generation gen, so that none needs its declaration bundle any more.
+//
+// TODO(lead): wire gcMovedPast to the mesh's knowledge of reports: a
+// generation is moved past when every enrolled, unrevoked node has reported
+// on a newer generation (a node assigned nothing since counts as moved
+// past it). Until it is wired it returns nil, and --keep removes nothing.
+var gcMovedPast = func(env *Env, m *mesh.Mesh) (func(gen uint64) bool, error) {
+	return nil, nil
+}
+
+func cmdSpoolGC() *Command {
+	return &Command{
+		Name:  "gc",
+		Usage: "muster spool gc [--dry-run] [--keep N]",
+		Short: "remove temp files and objects no reader needs any more",
+		Long: `Remove from the spool what no reader can need, by these rules only:
+
+  - temp files (directory spools) older than an hour, left by interrupted
+    writes;
+  - declaration bundles and manifests of a declare run that lost the race
+    for its generation (another run's commit names that generation), older
+    than an hour;
+  - with --keep N, declaration bundles and manifests of generations older
+    than the N newest committed ones, but never of the newest, and never of
+    a generation a node has not moved past. This needs --mesh.
+
+Commits, reports, briefings and enrolment records are never removed.
+Prints one line per object removed ("would remove" with --dry-run).`,
+		Examples: `muster spool gc --dry-run
+muster spool gc --mesh ~/.config/muster/mesh --keep 10`,
+		Global: []string{"spool", "mesh"},
+		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
+		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
+			dryRun := fs.Bool("dry-run", false, "say what would be removed, remove nothing")
+			keep := fs.Int("keep", 0, "keep the declarations of the `N` newest committed generations (needs --mesh)")
+			return func(env *Env, args []string) error {
+				if err := needArgs(args, 0, 0, ""); err != nil {
+					return err
+				}
+				opts := gc.Options{DryRun: *dryRun, Now: env.Now()}
+				var sp spool.Spool
+				switch {
+				case env.Changed("keep") && *keep < 1:
+					return fault.Usagef("--keep %d: want at least 1 (the newest generation is always kept)", *keep)
+				case *keep > 0:
+					if env.Global.Mesh == "" {
+						return fault.WithHint(fault.Usagef("--keep needs the mesh, to know which generations nodes have moved past"), "pass --mesh DIR or set MUSTER_MESH")
+					}
+					m, err := openMesh(env)
+					if err != nil {
+						return err
+					}
+					moved, err := gcMovedPast(env, m)
+					if err != nil {
+						return err
+					}
+					if moved == nil {
+						env.Warnf("--keep: which generations every node has moved past is not known yet; keeping every generation")
+						moved = func(uint64) bool { return false }
+					}
+					sp, opts.Keep, opts.MovedPast = m.Spool, *keep, moved
+					opts.MeshKey = m.Pair.Sign.Public().(ed25519.PublicKey)
+				default:
+					var err error
+					if sp, err = spool.Open(env.Global.Spool); err != nil {
+						return err
+					}
+				}
+				res, err := gc.Run(env.Ctx, sp, opts)
+				printRemovals(env.Stdio.Out, res.Removed, *dryRun)
+				env.Warn(res.Notes)
+				if err != nil {
+					return err
+				}
+				if len(res.Removed) == 0 {
+					fmt.Fprintf(env.Stdio.Out, "spool %s: nothing to remove\n", sp)
+				}
+				return nil
+			}
+		},
+	}
+}
+
+func printRemovals(w io.Writer, rs []gc.Removal, dryRun bool) {
+	verb := "removed"
+	if dryRun {
+		verb = "would remove"
+	}
+	for _, r := range rs {
+		fmt.Fprintf(w, "%s %s (%s: %s)\n", verb, r.Object, r.Rule, r.Detail)
+	}
+}

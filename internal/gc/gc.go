@@ -1,0 +1,314 @@
+// Package gc owns the rules by which objects leave the spool. Objects are
+// write-once and removed by nothing else, so each rule here names exactly
+// which objects no reader can need any more:
+//
+//   - temp files (directory spools) older than an hour: what an
+//     interrupted write left; no write takes that long, and a temp file
+//     left after its object was linked shares the object's bytes, so
+//     removing it never damages an object;
+//   - declaration bundles and manifests of a declare run that lost the race
+//     for its generation (decl/<gen>/<run>/... and manifest/<gen>/<run>
+//     where commit/<gen> names another run), older than an hour: no commit
+//     will ever name them, so no host reads them;
+//   - with Keep, declaration bundles and manifests of generations older
+//     than the Keep newest committed ones, never of the newest, and never
+//     of a generation a node has not moved past (it may still need its
+//     declaration). Commits stay: they are small and keep generation
+//     numbers from being used twice. Reports and briefings stay.
+//
+// A commit that cannot be read and verified against the mesh's key keeps
+// every object of its generation: gc removes nothing on doubt.
+package gc
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/muster-tool/muster/internal/bundle"
+	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/generation"
+	"github.com/muster-tool/muster/spool"
+)
+
+// MinAge is how old a temp file or a lost run's object must be before gc
+// removes it.
+const MinAge = time.Hour
+
+// Rules, as they appear in a Removal.
+const (
+	RuleTemp       = "temp-file"
+	RuleLostRun    = "lost-run"
+	RuleSuperseded = "superseded"
+)
+
+// Options says what gc may remove.
+type Options struct {
+	// DryRun finds what would be removed and removes nothing.
+	DryRun bool
+	// Now is the time ages are measured against (default time.Now()).
+	Now time.Time
+	// MinAge overrides MinAge, for tests.
+	MinAge time.Duration
+	// MeshKey is the mesh's signing key, against which commits are
+	// verified. If nil, the key the spool's mesh/keys object publishes
+	// (and is signed with) is used.
+	MeshKey ed25519.PublicKey
+	// Keep, if above 0, turns on the superseded rule: keep the Keep
+	// newest committed generations.
+	Keep int
+	// MovedPast reports whether every node has moved past generation gen,
+	// so none needs its declaration any more. Required with Keep.
+	MovedPast func(gen uint64) bool
+}
+
+// Removal is one object (or temp file) gc removed or, in a dry run, would
+// remove.
+type Removal struct {
+	Object string `json:"object"` // object name, or temp file name for RuleTemp
+	Rule   string `json:"rule"`
+	Detail string `json:"detail"`
+}
+
+// Result is what one gc did.
+type Result struct {
+	Removed []Removal
+	// Notes say what gc left alone on doubt, such as a commit it could
+	// not verify.
+	Notes []string
+}
+
+// Run applies the rules to sp and removes what they select (unless
+// DryRun). It stops at the first error, returning what it removed so far.
+func Run(ctx context.Context, sp spool.Spool, opts Options) (Result, error) {
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	if opts.MinAge <= 0 {
+		opts.MinAge = MinAge
+	}
+	if opts.Keep < 0 {
+		return Result{}, fault.Usagef("keep %d: want at least 1", opts.Keep)
+	}
+	if opts.Keep > 0 && opts.MovedPast == nil {
+		return Result{}, errors.New("gc: the superseded rule needs to know which generations nodes have moved past")
+	}
+	var res Result
+	if d, ok := sp.(*spool.Dir); ok {
+		if err := removeTemps(ctx, d, opts, &res); err != nil {
+			return res, err
+		}
+	}
+	commits, err := readCommits(ctx, sp, opts.MeshKey, &res)
+	if err != nil {
+		return res, err
+	}
+	lost, err := LostRuns(ctx, sp, commits, opts.Now, opts.MinAge)
+	if err != nil {
+		return res, err
+	}
+	var sup []Removal
+	if opts.Keep > 0 {
+		gens := make([]uint64, 0, len(commits))
+		for g := range commits {
+			gens = append(gens, g)
+		}
+		if sup, err = Superseded(ctx, sp, gens, opts.Keep, opts.MovedPast); err != nil {
+			return res, err
+		}
+	}
+	for _, r := range slices.Concat(lost, sup) {
+		if !opts.DryRun {
+			if err := sp.Delete(ctx, r.Object); err != nil {
+				return res, err
+			}
+		}
+		res.Removed = append(res.Removed, r)
+	}
+	return res, nil
+}
+
+func removeTemps(ctx context.Context, d *spool.Dir, opts Options, res *Result) error {
+	return d.Temps(ctx, func(path string, age time.Duration) error {
+		if age < opts.MinAge {
+			return nil // a write in progress
+		}
+		if !opts.DryRun {
+			if err := d.RemoveTemp(path); err != nil {
+				return err
+			}
+		}
+		res.Removed = append(res.Removed, Removal{Object: filepath.Base(path), Rule: RuleTemp,
+			Detail: fmt.Sprintf("temp file left by a write interrupted %s ago", age.Round(time.Minute))})
+		return nil
+	})
+}
+
+// readCommits reads every commit and returns the run each names, keyed by
+// generation. A commit that cannot be verified is left out with a note, so
+// nothing of its generation is removed.
+func readCommits(ctx context.Context, sp spool.Spool, key ed25519.PublicKey, res *Result) (map[uint64]string, error) {
+	gens, err := generation.Committed(ctx, sp)
+	if err != nil {
+		return nil, err
+	}
+	runs := map[uint64]string{}
+	if len(gens) == 0 {
+		return runs, nil
+	}
+	if key == nil {
+		if key, err = publishedKey(ctx, sp); err != nil {
+			res.Notes = append(res.Notes, fmt.Sprintf("kept every declaration: %v", err))
+			return runs, nil
+		}
+	}
+	for _, g := range gens {
+		c, err := generation.ReadCommit(ctx, sp, g, key)
+		if errors.Is(err, spool.ErrUnavailable) {
+			return nil, err
+		}
+		if err != nil {
+			res.Notes = append(res.Notes, fmt.Sprintf("kept generation %d: %v", g, err))
+			continue
+		}
+		runs[g] = c.Run
+	}
+	return runs, nil
+}
+
+// publishedKey returns the key that signs the spool's mesh/keys object:
+// the mesh's signing key, since only it can sign that object.
+func publishedKey(ctx context.Context, sp spool.Spool) (ed25519.PublicKey, error) {
+	data, err := sp.Get(ctx, spool.MeshKeysName, 1<<16)
+	if err != nil {
+		return nil, fmt.Errorf("read the mesh's public keys: %w", err)
+	}
+	h, err := bundle.Inspect(data)
+	if err != nil {
+		return nil, fmt.Errorf("object %s: %w", spool.MeshKeysName, err)
+	}
+	if h.Mode != bundle.Signed || h.Context.Name != spool.MeshKeysName {
+		return nil, fmt.Errorf("object %s is not the mesh's signed public keys", spool.MeshKeysName)
+	}
+	return h.Signer, nil
+}
+
+// LostRuns selects the decl/ and manifest/ objects of declare runs that
+// lost the race for their generation: commits maps each committed
+// generation to the run its commit names. Objects younger than minAge are
+// kept, and so are objects whose age the spool cannot tell.
+func LostRuns(ctx context.Context, sp spool.Spool, commits map[uint64]string, now time.Time, minAge time.Duration) ([]Removal, error) {
+	var out []Removal
+	for _, g := range sortedGens(commits) {
+		won := commits[g]
+		gen := spool.GenerationName(g)
+		for _, prefix := range []string{spool.DeclPrefix, spool.ManifestPrefix} {
+			var names []string
+			err := sp.List(ctx, prefix+gen+"/", func(i spool.Info) error {
+				rest := strings.TrimPrefix(i.Name, prefix+gen+"/")
+				run, _, _ := strings.Cut(rest, "/")
+				if run != won {
+					names = append(names, i.Name)
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			for _, n := range names {
+				age, ok, err := objectAge(ctx, sp, n, now)
+				if err != nil {
+					return nil, err
+				}
+				if !ok || age < minAge {
+					continue
+				}
+				run, _, _ := strings.Cut(strings.TrimPrefix(n, prefix+gen+"/"), "/")
+				out = append(out, Removal{Object: n, Rule: RuleLostRun,
+					Detail: fmt.Sprintf("declare run %s lost generation %d to run %s", run, g, won)})
+			}
+		}
+	}
+	return out, nil
+}
+
+// Superseded selects the decl/ and manifest/ objects of committed
+// generations (gens, in any order) older than the keep newest, skipping
+// any generation movedPast says a node has not moved past. The newest
+// committed generation is never selected, whatever keep is.
+func Superseded(ctx context.Context, sp spool.Spool, gens []uint64, keep int, movedPast func(gen uint64) bool) ([]Removal, error) {
+	gens = slices.Clone(gens)
+	slices.Sort(gens)
+	slices.Reverse(gens) // newest first
+	keep = max(keep, 1)
+	if len(gens) <= keep {
+		return nil, nil
+	}
+	var out []Removal
+	for _, g := range gens[keep:] {
+		if !movedPast(g) {
+			continue
+		}
+		for _, prefix := range []string{spool.DeclPrefix, spool.ManifestPrefix} {
+			err := sp.List(ctx, prefix+spool.GenerationName(g)+"/", func(i spool.Info) error {
+				out = append(out, Removal{Object: i.Name, Rule: RuleSuperseded,
+					Detail: fmt.Sprintf("generation %d is older than the %d newest committed, and every node has moved past it", g, keep)})
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+func sortedGens(m map[uint64]string) []uint64 {
+	gens := make([]uint64, 0, len(m))
+	for g := range m {
+		gens = append(gens, g)
+	}
+	slices.Sort(gens)
+	return gens
+}
+
+// modTimer is a spool that can tell when an object was written, as the S3
+// backend can.
+type modTimer interface {
+	ModTime(ctx context.Context, name string) (time.Time, error)
+}
+
+// objectAge returns how long ago object name was written, and false if the
+// spool cannot tell.
+func objectAge(ctx context.Context, sp spool.Spool, name string, now time.Time) (time.Duration, bool, error) {
+	var t time.Time
+	switch s := sp.(type) {
+	case *spool.Dir:
+		fi, err := os.Lstat(filepath.Join(s.Path(), filepath.FromSlash(name)))
+		if errors.Is(err, os.ErrNotExist) {
+			return 0, false, nil
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("spool %s: stat %s: %w", s, name, err)
+		}
+		t = fi.ModTime()
+	case modTimer:
+		var err error
+		t, err = s.ModTime(ctx, name)
+		if errors.Is(err, spool.ErrNotFound) {
+			return 0, false, nil
+		}
+		if err != nil {
+			return 0, false, err
+		}
+	default:
+		return 0, false, nil
+	}
+	return max(now.Sub(t), 0), true, nil
+}

@@ -1,0 +1,234 @@
+package gc_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/muster-tool/muster/internal/bundle"
+	"github.com/muster-tool/muster/internal/gc"
+	"github.com/muster-tool/muster/internal/generation"
+	"github.com/muster-tool/muster/internal/mesh"
+	"github.com/muster-tool/muster/internal/testutil/s3server"
+	"github.com/muster-tool/muster/spool"
+)
+
+// fixture is a real mesh and its spool.
+type fixture struct {
+	t    *testing.T
+	m    *mesh.Mesh
+	sp   spool.Spool
+	dir  *spool.Dir // nil for an S3 spool
+	past time.Time  // two hours ago: old enough for every rule
+}
+
+func newFixture(t *testing.T, location string) *fixture {
+	if location == "" {
+		location = t.TempDir()
+	}
+	m, err := mesh.Init(t.Context(), filepath.Join(t.TempDir(), "mesh"), location, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, m: m, sp: m.Spool, past: time.Now().Add(-2 * time.Hour)}
+	f.dir, _ = m.Spool.(*spool.Dir)
+	return f
+}
+
+// commit writes generation gen's commit naming run, signed with key.
+func (f *fixture) commit(gen uint64, run string, key ed25519.PrivateKey) {
+	f.t.Helper()
+	b, err := bundle.SignTOML(generation.Commit{Version: 1, Generation: gen, Run: run, DeclaredAt: time.Now().UTC().Truncate(time.Second)},
+		generation.CommitCtx(gen), key)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := f.sp.Put(f.t.Context(), spool.CommitName(gen), b); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// run writes the declaration bundles and manifest of one declare run,
+// dated at (directory spools only).
+func (f *fixture) run(gen uint64, run string, at time.Time, nodes ...string) []string {
+	f.t.Helper()
+	names := []string{spool.ManifestName(gen, run)}
+	for _, n := range nodes {
+		names = append(names, spool.DeclName(gen, run, n))
+	}
+	for _, n := range names {
+		if err := f.sp.Put(f.t.Context(), n, []byte("bundle "+n)); err != nil {
+			f.t.Fatal(err)
+		}
+		if f.dir != nil {
+			p := filepath.Join(f.dir.Path(), filepath.FromSlash(n))
+			if err := os.Chtimes(p, at, at); err != nil {
+				f.t.Fatal(err)
+			}
+		}
+	}
+	return names
+}
+
+func (f *fixture) present(name string) bool {
+	_, err := f.sp.Stat(context.Background(), name)
+	return err == nil
+}
+
+func removed(rs []gc.Removal, rule string) []string {
+	var out []string
+	for _, r := range rs {
+		if r.Rule == rule {
+			out = append(out, r.Object)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestTempFiles(t *testing.T) {
+	f := newFixture(t, "")
+	old := filepath.Join(f.dir.Path(), ".muster-tmp-0000000000000001")
+	young := filepath.Join(f.dir.Path(), ".muster-tmp-0000000000000002")
+	for _, p := range []string{old, young} {
+		if err := os.WriteFile(p, []byte("part"), 0o444); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Chtimes(old, f.past, f.past)
+	for _, dry := range []bool{true, false} {
+		res, err := gc.Run(t.Context(), f.sp, gc.Options{DryRun: dry})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := removed(res.Removed, gc.RuleTemp); !slices.Equal(got, []string{filepath.Base(old)}) {
+			t.Errorf("dry run %v: temp files removed %v, want only the old one", dry, got)
+		}
+		_, errOld := os.Stat(old)
+		if dry == (errOld != nil) {
+			t.Errorf("dry run %v: old temp file exists = %v", dry, errOld == nil)
+		}
+		if _, err := os.Stat(young); err != nil {
+			t.Errorf("dry run %v: the temp file of a write in progress was removed", dry)
+		}
+	}
+	if !f.present("mesh/keys") {
+		t.Error("gc removed an object")
+	}
+}
+
+func TestLostRuns(t *testing.T) {
+	f := newFixture(t, "")
+	won1 := f.run(1, "runa", f.past, "n1", "n2")
+	lost1 := f.run(1, "runb", f.past, "n1", "n2")
+	f.commit(1, "runa", f.m.Pair.Sign)
+	lostYoung := f.run(2, "runc", time.Now(), "n1")
+	won2 := f.run(2, "rund", f.past, "n1")
+	f.commit(2, "rund", f.m.Pair.Sign)
+	uncommitted := f.run(3, "rune", f.past, "n1") // a declare in progress, or crashed: no commit yet
+	// A commit not signed by the mesh decides nothing.
+	_, other, _ := ed25519.GenerateKey(nil)
+	forgedRun := f.run(4, "runf", f.past, "n1")
+	f.commit(4, "rung", other)
+
+	res, err := gc.Run(t.Context(), f.sp, gc.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Clone(lost1)
+	slices.Sort(want)
+	if got := removed(res.Removed, gc.RuleLostRun); !slices.Equal(got, want) {
+		t.Errorf("lost-run removals = %v, want %v", got, want)
+	}
+	for _, n := range slices.Concat(won1, won2, lostYoung, uncommitted, forgedRun) {
+		if !f.present(n) {
+			t.Errorf("gc removed %s", n)
+		}
+	}
+	for _, n := range lost1 {
+		if f.present(n) {
+			t.Errorf("gc left %s of the lost run", n)
+		}
+	}
+	if len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "generation 4") {
+		t.Errorf("notes = %q, want one saying generation 4 was kept", res.Notes)
+	}
+	for _, g := range []uint64{1, 2, 4} {
+		if !f.present(spool.CommitName(g)) {
+			t.Errorf("gc removed commit %d", g)
+		}
+	}
+}
+
+func TestSuperseded(t *testing.T) {
+	f := newFixture(t, "")
+	objs := map[uint64][]string{}
+	for g := uint64(1); g <= 5; g++ {
+		objs[g] = f.run(g, "run", time.Now(), "n1", "n2")
+		f.commit(g, "run", f.m.Pair.Sign)
+	}
+	// A node still on generation 2 needs its declaration.
+	movedPast := func(g uint64) bool { return g != 2 }
+	res, err := gc.Run(t.Context(), f.sp, gc.Options{Keep: 2, MovedPast: movedPast, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Concat(objs[1], objs[3])
+	slices.Sort(want)
+	if got := removed(res.Removed, gc.RuleSuperseded); !slices.Equal(got, want) {
+		t.Errorf("superseded = %v, want generations 1 and 3: %v", got, want)
+	}
+	// The newest committed generation is never removed, whatever keep
+	// says and however far nodes moved.
+	sel, err := gc.Superseded(t.Context(), f.sp, []uint64{5, 3, 4, 1, 2}, 0, func(uint64) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range sel {
+		if strings.Contains(r.Object, spool.GenerationName(5)) {
+			t.Errorf("keep 0 selected %s of the newest generation", r.Object)
+		}
+	}
+	if len(sel) != 4*len(objs[1]) {
+		t.Errorf("keep 0 (taken as 1) selected %d objects, want those of generations 1-4", len(sel))
+	}
+	if _, err := gc.Run(t.Context(), f.sp, gc.Options{Keep: 2}); err == nil {
+		t.Error("Keep without MovedPast: no error")
+	}
+}
+
+// TestLostRunsS3 checks the age rule where the store dates objects.
+func TestLostRunsS3(t *testing.T) {
+	srv := s3server.Start(t)
+	srv.SetEnv(t)
+	f := newFixture(t, srv.URL("gc"))
+	f.run(1, "runa", time.Time{}, "n1")
+	lost := f.run(1, "runb", time.Time{}, "n1")
+	f.commit(1, "runa", f.m.Pair.Sign)
+	res, err := gc.Run(t.Context(), f.sp, gc.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Removed) != 0 {
+		t.Errorf("gc removed %v, written seconds ago", res.Removed)
+	}
+	res, err = gc.Run(t.Context(), f.sp, gc.Options{Now: time.Now().Add(2 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Clone(lost)
+	slices.Sort(want)
+	if got := removed(res.Removed, gc.RuleLostRun); !slices.Equal(got, want) {
+		t.Errorf("two hours later gc removed %v, want %v", got, want)
+	}
+	for _, n := range lost {
+		if f.present(n) {
+			t.Errorf("%s is still in the store", n)
+		}
+	}
+}

@@ -1,0 +1,257 @@
+// Package s3server runs a real S3-compatible object store for tests:
+// versitygw serving a temporary directory on a loopback port, with one
+// bucket created and the process killed when the test ends. Stop and
+// Restart let fault tests take the store away in the middle of work and
+// bring it back with its objects.
+//
+// The versitygw binary is looked up in PATH and in $(go env GOPATH)/bin.
+// Without it a test fails, saying how to install it, unless MUSTER_SKIP_S3=1
+// is set, in which case it is skipped.
+package s3server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// InstallCommand is how to install the versitygw version the tests are
+// written against.
+const InstallCommand = "go install github.com/versity/versitygw/cmd/versitygw@v1.8.0"
+
+// Credentials of the store's root user. They are test values for a server
+// that listens on loopback only.
+const (
+	AccessKey = "musteraccess"
+	SecretKey = "mustersecret0123456789"
+	Region    = "us-east-1"
+	// Bucket is created when the server starts.
+	Bucket = "muster-test"
+)
+
+// Server is a running versitygw.
+type Server struct {
+	t    testing.TB
+	bin  string
+	root string // the directory versitygw serves
+	addr string // 127.0.0.1:port
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+	log  *bytes.Buffer
+
+	buckets int // made by NewBucket
+}
+
+// Start starts versitygw on a free loopback port with an empty temporary
+// directory, waits until it answers, creates Bucket, and kills the server
+// when the test ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin := Binary(t)
+	s := &Server{t: t, bin: bin, root: t.TempDir()}
+	t.Cleanup(s.Stop)
+	var err error
+	// Another process may take the port between choosing and binding it;
+	// try a few.
+	for range 3 {
+		s.addr, err = freePort()
+		if err != nil {
+			t.Fatalf("s3server: %v", err)
+		}
+		if err = s.start(); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("s3server: %v", err)
+	}
+	if err := s.makeBucket(Bucket); err != nil {
+		t.Fatalf("s3server: create bucket %s: %v", Bucket, err)
+	}
+	return s
+}
+
+// Binary returns the path of versitygw, failing the test (or skipping it
+// when MUSTER_SKIP_S3=1) if it is not installed.
+func Binary(t testing.TB) string {
+	t.Helper()
+	if os.Getenv("MUSTER_SKIP_S3") == "1" {
+		t.Skip("MUSTER_SKIP_S3=1: skipping tests that need a real S3 server")
+	}
+	if p, err := exec.LookPath("versitygw"); err == nil {
+		return p
+	}
+	var tried []string
+	if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
+		for _, dir := range filepath.SplitList(strings.TrimSpace(string(out))) {
+			p := filepath.Join(dir, "bin", "versitygw")
+			tried = append(tried, p)
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+				return p
+			}
+		}
+	}
+	t.Fatalf("versitygw not found in PATH or %s: the S3 tests need a real S3 server; install it with\n\t%s\nor set MUSTER_SKIP_S3=1 to skip them", strings.Join(tried, ", "), InstallCommand)
+	return ""
+}
+
+// Endpoint is the server's host:port.
+func (s *Server) Endpoint() string { return s.addr }
+
+// URL returns the spool location of prefix in Bucket, with the endpoint,
+// region and plain HTTP set. Credentials come from the environment (see
+// SetEnv).
+func (s *Server) URL(prefix string) string { return s.BucketURL(Bucket, prefix) }
+
+// BucketURL is URL for another bucket, such as one made by NewBucket.
+func (s *Server) BucketURL(bucket, prefix string) string {
+	q := url.Values{"endpoint": {s.addr}, "region": {Region}, "tls": {"false"}}
+	return "s3://" + bucket + "/" + prefix + "?" + q.Encode()
+}
+
+// NewBucket creates another, empty bucket and returns its name.
+func (s *Server) NewBucket() string {
+	s.t.Helper()
+	s.mu.Lock()
+	s.buckets++
+	name := fmt.Sprintf("%s-%d", Bucket, s.buckets)
+	s.mu.Unlock()
+	if err := s.makeBucket(name); err != nil {
+		s.t.Fatalf("s3server: create bucket %s: %v", name, err)
+	}
+	return name
+}
+
+// SetEnv points the AWS credential variables at the server's root user for
+// the rest of the test, and hides any shared credentials file.
+func (s *Server) SetEnv(t testing.TB) {
+	t.Setenv("AWS_ACCESS_KEY_ID", AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", SecretKey)
+	t.Setenv("AWS_SESSION_TOKEN", "")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "no-credentials"))
+	t.Setenv("AWS_PROFILE", "")
+}
+
+// Dir is the directory the server stores the bucket's objects in (as
+// Dir()/Bucket/key), for tests that damage an object behind the server's
+// back.
+func (s *Server) Dir() string { return s.root }
+
+// Stop kills the server and waits for it to exit. Its objects stay on disk
+// for Restart. Stopping a stopped server does nothing.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	s.cmd.Process.Kill()
+	<-s.done
+	s.cmd = nil
+}
+
+// Restart starts the server again on the same port with the same objects.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Stop()
+	var err error
+	// The port was just released; if the kernel still holds it or
+	// another process took it, wait a little and try again.
+	for range 20 {
+		if err = s.start(); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.t.Fatalf("s3server: restart: %v", err)
+}
+
+// start runs versitygw and waits until it answers HTTP requests.
+func (s *Server) start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	log := &bytes.Buffer{}
+	cmd := exec.Command(s.bin,
+		"--port", s.addr,
+		"--access", AccessKey,
+		"--secret", SecretKey,
+		"--region", Region,
+		"--quiet",
+		"posix", s.root)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", s.bin, err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	deadline := time.Now().Add(15 * time.Second)
+	client := &http.Client{Timeout: time.Second}
+	for {
+		select {
+		case <-done:
+			return fmt.Errorf("versitygw on %s exited at start: %s", s.addr, strings.TrimSpace(log.String()))
+		default:
+		}
+		resp, err := client.Get("http://" + s.addr + "/")
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			<-done
+			return fmt.Errorf("versitygw on %s did not answer within 15s: %v; its output: %s", s.addr, err, strings.TrimSpace(log.String()))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.cmd, s.done, s.log = cmd, done, log
+	return nil
+}
+
+func (s *Server) makeBucket(bucket string) error {
+	c, err := minio.New(s.addr, &minio.Options{
+		Creds:        credentials.NewStaticV4(AccessKey, SecretKey, ""),
+		Region:       Region,
+		BucketLookup: minio.BucketLookupPath,
+	})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = c.MakeBucket(ctx, bucket, minio.MakeBucketOptions{Region: Region})
+	if resp := minio.ToErrorResponse(err); resp.Code == "BucketAlreadyOwnedByYou" {
+		return nil
+	}
+	return err
+}
+
+// freePort returns a loopback address with a port nobody listens on.
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	addr := l.Addr().String()
+	if addr == "" {
+		return "", errors.New("no loopback port")
+	}
+	return addr, nil
+}
