@@ -10,8 +10,10 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/pflag"
 
+	"github.com/muster-tool/muster/internal/declare"
 	"github.com/muster-tool/muster/internal/fault"
 	"github.com/muster-tool/muster/internal/gc"
+	"github.com/muster-tool/muster/internal/generation"
 	"github.com/muster-tool/muster/internal/mesh"
 	"github.com/muster-tool/muster/internal/spoolcheck"
 	"github.com/muster-tool/muster/spool"
@@ -256,14 +258,48 @@ muster spool verify --json | jq -r '.problems[] | select(.kind == "damaged") | .
 }
 
 // gcMovedPast tells `spool gc --keep` whether every node has moved past
-// generation gen, so that none needs its declaration bundle any more.
-//
-// TODO(lead): wire gcMovedPast to the mesh's knowledge of reports: a
-// generation is moved past when every enrolled, unrevoked node has reported
-// on a newer generation (a node assigned nothing since counts as moved
-// past it). Until it is wired it returns nil, and --keep removes nothing.
+// generation gen, so that none needs its declaration bundle any more. A host
+// always fetches the newest committed generation that holds a bundle for
+// it, so generation gen's bundles are needed until every node in its
+// manifest has a bundle in a newer committed generation. A generation whose
+// manifest cannot be read counts as not moved past.
 var gcMovedPast = func(env *Env, m *mesh.Mesh) (func(gen uint64) bool, error) {
-	return nil, nil
+	gens, err := generation.Committed(env.Ctx, m.Spool)
+	if err != nil {
+		return nil, err
+	}
+	nodes := map[uint64]map[string]bool{}
+	for _, g := range gens {
+		man, err := declare.ReadManifest(env.Ctx, m, g)
+		if err != nil {
+			env.Warnf("--keep: generation %d: %v; keeping it", g, err)
+			continue
+		}
+		set := map[string]bool{}
+		for _, n := range man.Nodes {
+			set[n.NodeID] = true
+		}
+		nodes[g] = set
+	}
+	return func(gen uint64) bool {
+		set, ok := nodes[gen]
+		if !ok {
+			return false
+		}
+		for id := range set {
+			newer := false
+			for g, s := range nodes {
+				if g > gen && s[id] {
+					newer = true
+					break
+				}
+			}
+			if !newer {
+				return false
+			}
+		}
+		return true
+	}, nil
 }
 
 func cmdSpoolGC() *Command {

@@ -238,10 +238,12 @@ func LostRuns(ctx context.Context, sp spool.Spool, commits map[uint64]string, no
 	return out, nil
 }
 
-// Superseded selects the decl/ and manifest/ objects of committed
+// Superseded selects the declaration bundles (decl/) of committed
 // generations (gens, in any order) older than the keep newest, skipping
 // any generation movedPast says a node has not moved past. The newest
-// committed generation is never selected, whatever keep is.
+// committed generation is never selected, whatever keep is. Commits and
+// manifests stay: they are small, and report needs them to tell a
+// generation's history.
 func Superseded(ctx context.Context, sp spool.Spool, gens []uint64, keep int, movedPast func(gen uint64) bool) ([]Removal, error) {
 	gens = slices.Clone(gens)
 	slices.Sort(gens)
@@ -255,7 +257,7 @@ func Superseded(ctx context.Context, sp spool.Spool, gens []uint64, keep int, mo
 		if !movedPast(g) {
 			continue
 		}
-		for _, prefix := range []string{spool.DeclPrefix, spool.ManifestPrefix} {
+		for _, prefix := range []string{spool.DeclPrefix} {
 			err := sp.List(ctx, prefix+spool.GenerationName(g)+"/", func(i spool.Info) error {
 				out = append(out, Removal{Object: i.Name, Rule: RuleSuperseded,
 					Detail: fmt.Sprintf("generation %d is older than the %d newest committed, and every node has moved past it", g, keep)})
