@@ -8,9 +8,10 @@ package apply
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"errors"
 	"fmt"
-	"os"
+	"strings"
 	"time"
 
 	"github.com/muster-tool/muster/internal/bundle"
@@ -50,9 +51,14 @@ type Result struct {
 	Flushed   int
 	// Nothing: no generation is declared for this node yet.
 	Nothing bool
-	// Counts of line statuses.
+	// Counts of line statuses; Unchanged includes the warn lines, which
+	// Warned counts again on their own.
 	Unchanged, Changed, Removed, Failed int
+	Warned                              int
 }
+
+// sendGrace bounds sending the report after a run's own deadline passed.
+const sendGrace = time.Minute
 
 // Run performs one apply.
 func Run(ctx context.Context, o Options) (*Result, error) {
@@ -62,14 +68,28 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer lk.release()
+	if !o.DryRun {
+		// Under the lock no other apply is writing: temp files left
+		// here are from a run that was killed.
+		removeStaleTemps(state)
+	}
 
+	// Both state files are read before anything is changed, so a corrupt
+	// one stops the run before it touches the system.
 	st, hadState, err := loadState(state)
+	if err != nil {
+		return nil, err
+	}
+	led, hadLedger, err := loadLedger(state)
 	if err != nil {
 		return nil, err
 	}
 	res := &Result{}
 	if !o.DryRun {
-		res.Flushed, _ = flushOutbox(ctx, o.Spool, state)
+		// Earlier reports first, oldest first; a failure here is
+		// retried when this run's report is sent.
+		sent, _ := flushOutbox(ctx, o.Spool, state)
+		res.Flushed = len(sent)
 	}
 	start := o.Now()
 	nodeID := o.Identity.NodeID()
@@ -86,26 +106,20 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		res.Nothing = true
 		return res, nil
 	}
-	nd, err := fetchDeclaration(ctx, o, gen, commit.Run, nodeID)
-	if err != nil {
-		return nil, err
-	}
-	led, hadLedger, err := loadLedger(state)
+	nd, err := fetchDeclaration(ctx, o, meshSign, gen, commit.Run, nodeID)
 	if err != nil {
 		return nil, err
 	}
 	var notes []string
 	if !hadLedger && len(nd.Recovery) > 0 {
 		led = ledger.FromEntries(nd.Recovery)
-		from := nd.RecoveryFrom
-		if from == nodeID {
-			from = "this identity"
-		} else {
-			from = "identity " + from
+		from := "this identity"
+		if nd.RecoveryFrom != "" && nd.RecoveryFrom != nodeID {
+			from = "identity " + nd.RecoveryFrom
 		}
 		notes = append(notes, fmt.Sprintf("ledger rebuilt from the mesh's recovery copy (%d resources, reported by %s)", len(led), from))
 	}
-	if !hadState && st.Generation == 0 && hadLedger {
+	if !hadState && hadLedger {
 		notes = append(notes, "state file was missing: started from the newest committed generation")
 	}
 
@@ -116,12 +130,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		declared[s.ID()] = true
 	}
 	lines := make([]outcome.Line, 0, len(results))
-	newLedger := ledger.Ledger{}
+	newLedger := make(ledger.Ledger, len(results))
 	for i, r := range results {
-		s := nd.Resources[i]
+		s := &nd.Resources[i]
 		lines = append(lines, outcome.Line{ID: r.ID, Status: r.Status, Detail: r.Detail, Digest: r.Digest})
 		old, owned := led[r.ID]
 		switch {
+		case declaredAbsent(s):
+			// Nothing is owned where the declaration wants nothing.
 		case r.Status != outcome.Failed:
 			newLedger[r.ID] = ledger.Entry{ID: r.ID, Kind: s.Kind, Path: s.Path, Name: s.Name, Digest: r.Digest, Created: old.Created || r.Created}
 		case owned:
@@ -130,40 +146,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			newLedger[r.ID] = ledger.Entry{ID: r.ID, Kind: s.Kind, Path: s.Path, Name: s.Name, Created: true}
 		}
 	}
-	// Orphans: owned, and no longer declared.
-	orphans := led.Orphans(declared)
-	var remove []resource.Spec
-	var removeIDs []string
-	for _, e := range orphans {
-		if removable(e, nd.Prune) {
-			remove = append(remove, e.Spec())
-			removeIDs = append(removeIDs, e.ID)
-			continue
-		}
-		why := "muster did not create it"
-		if e.Kind == resource.Package && e.Created {
-			why = "packages are removed only when the declaration sets prune = true"
-		}
-		lines = append(lines, outcome.Line{ID: e.ID, Status: outcome.Warn, Detail: "orphan: no declaration names it any more; left in place because " + why})
-	}
-	if len(remove) > 0 {
-		for i, r := range sys.RemoveAll(ctx, remove) {
-			l := outcome.Line{ID: removeIDs[i], Status: r.Status, Detail: r.Detail}
-			if r.Status == outcome.Failed {
-				l.Detail = "orphan could not be removed: " + r.Detail
-				newLedger[removeIDs[i]] = led[removeIDs[i]]
-			} else if o.DryRun {
-				l.Detail = "orphan: would be removed"
-			} else {
-				l.Detail = "orphan removed"
-			}
-			lines = append(lines, l)
-		}
-	}
+	lines = append(lines, orphans(ctx, sys, led, nd.Resources, declared, nd.Prune, newLedger)...)
 	for _, l := range lines {
 		switch l.Status {
-		case outcome.OK, outcome.Warn:
+		case outcome.OK:
 			res.Unchanged++
+		case outcome.Warn:
+			res.Unchanged++
+			res.Warned++
 		case outcome.Changed:
 			res.Changed++
 		case outcome.Removed:
@@ -181,8 +171,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.DryRun {
 		return res, nil
 	}
-	// The report goes to the outbox first, so a crash from here on loses
-	// nothing: the next run sends it.
+
+	// The work is done: the report goes out even when the run's time ran
+	// out or it was told to stop, within a grace period of its own.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendGrace)
+	defer cancel()
 	seq := uint64(o.Now().UnixNano())
 	name := spool.ReportName(nodeID, gen, seq)
 	rcpt, err := o.Identity.Mesh.Recipient()
@@ -193,23 +186,128 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := outboxPut(state, name, data); err != nil {
-		return nil, fmt.Errorf("keep report in the outbox: %w", err)
+	// A report that says something changed goes to the outbox before the
+	// state moves on, so a crash from here on loses nothing: the next run
+	// sends it. A report of a run that changed nothing is sent directly
+	// (it costs no fsync here) and kept only if sending fails; losing it
+	// to a crash loses nothing the next run does not report again.
+	journal := res.Changed+res.Removed+res.Failed+res.Warned > 0 || len(notes) > 0
+	if journal {
+		if err := outboxPut(state, name, data); err != nil {
+			return nil, fmt.Errorf("keep report in the outbox: %w", err)
+		}
 	}
-	if err := saveLedger(state, newLedger); err != nil {
-		return nil, err
+	if !sameLedger(led, newLedger) || !hadLedger {
+		if err := saveLedger(state, newLedger); err != nil {
+			return nil, err
+		}
 	}
-	st.Generation, st.Run, st.AppliedAt = gen, commit.Run, o.Now().UTC()
-	if err := saveState(state, st); err != nil {
-		return nil, err
+	if !hadState || st.Generation != gen || st.Run != commit.Run {
+		st.Generation, st.Run, st.AppliedAt = gen, commit.Run, o.Now().UTC()
+		if err := saveState(state, st); err != nil {
+			return nil, err
+		}
 	}
-	n, err := flushOutbox(ctx, o.Spool, state)
-	res.Flushed += n - 1
-	if res.Flushed < 0 {
-		res.Flushed = 0
+	sent, err := flushOutbox(ctx, o.Spool, state)
+	for _, s := range sent {
+		if s == name {
+			res.Sent = true
+		} else {
+			res.Flushed++
+		}
 	}
-	res.Sent, res.SendError = err == nil, err
+	if !journal {
+		if err == nil {
+			err = o.Spool.Put(ctx, name, data)
+			res.Sent = err == nil
+		}
+		if err != nil {
+			if perr := outboxPut(state, name, data); perr != nil {
+				return nil, fmt.Errorf("keep report in the outbox: %w (sending it failed: %v)", perr, err)
+			}
+		}
+	}
+	if !res.Sent {
+		res.SendError = err
+	}
 	return res, nil
+}
+
+// declaredAbsent: the spec asks for the resource not to exist.
+func declaredAbsent(s *resource.Spec) bool {
+	if s.Kind == resource.Package {
+		return s.Version == "absent"
+	}
+	return s.State == "absent"
+}
+
+// orphans removes or reports what the ledger holds and the declaration no
+// longer names. Orphans that stay owned (their removal failed) go back into
+// newLedger.
+func orphans(ctx context.Context, sys *resource.System, led ledger.Ledger, specs []resource.Spec, declared map[string]bool, prune bool, newLedger ledger.Ledger) []outcome.Line {
+	var lines []outcome.Line
+	var remove []resource.Spec
+	var removeIDs []string
+	for _, e := range led.Orphans(declared) {
+		if e.Kind == resource.Directory {
+			// A directory that declared paths still lie under stays
+			// owned, silently: it goes once they have gone.
+			if under := declaredUnder(e.Path, specs); under != "" {
+				newLedger[e.ID] = e
+				lines = append(lines, outcome.Line{ID: e.ID, Status: outcome.OK, Detail: "orphan: kept while declared " + under + " lies under it"})
+				continue
+			}
+		}
+		if removable(e, prune) {
+			remove = append(remove, e.Spec())
+			removeIDs = append(removeIDs, e.ID)
+			continue
+		}
+		var why string
+		switch {
+		case e.Kind == resource.Service:
+			why = "muster does not remove units"
+		case e.Kind == resource.Package && e.Created:
+			why = "packages are removed only when the declaration sets prune = true"
+		default:
+			why = "muster did not create it"
+		}
+		lines = append(lines, outcome.Line{ID: e.ID, Status: outcome.Warn, Detail: "orphan: no declaration names it any more; left in place because " + why})
+	}
+	if len(remove) == 0 {
+		return lines
+	}
+	for i, r := range sys.RemoveAll(ctx, remove) {
+		l := outcome.Line{ID: removeIDs[i], Status: r.Status}
+		switch {
+		case r.Status == outcome.Failed:
+			l.Detail = "orphan could not be removed: " + r.Detail
+			newLedger[removeIDs[i]] = led[removeIDs[i]]
+		case sys.DryRun && r.Status == outcome.Removed:
+			l.Detail = "orphan: would be removed"
+		case r.Status == outcome.Removed:
+			l.Detail = "orphan removed"
+		default:
+			l.Detail = "orphan: " + r.Detail
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+// declaredUnder returns the first present path declared below dir, or "".
+func declaredUnder(dir string, specs []resource.Spec) string {
+	prefix := strings.TrimSuffix(dir, "/") + "/"
+	for i := range specs {
+		s := &specs[i]
+		switch s.Kind {
+		case resource.File, resource.Directory, resource.Symlink:
+			if !declaredAbsent(s) && strings.HasPrefix(s.Path, prefix) {
+				return s.Path
+			}
+		}
+	}
+	return ""
 }
 
 // removable: muster removes only what it created; packages only with prune.
@@ -239,7 +337,7 @@ func findGeneration(ctx context.Context, sp spool.Spool, nodeID string, meshSign
 		newest = gens[0]
 	}
 	if newest < last {
-		return 0, nil, newest, fault.WithHint(fault.Refusedf("rollback refused: the newest generation in spool %s is %d, older than generation %d this host already applied", sp, newest, last),
+		return 0, nil, newest, fault.WithHint(fault.Refusedf("rollback refused: the newest commit in spool %s is generation %d, older than generation %d, which this host already applied", sp, newest, last),
 			"if the spool was restored from an old copy, sync the newer objects back into it")
 	}
 	for _, g := range gens {
@@ -249,7 +347,7 @@ func findGeneration(ctx context.Context, sp spool.Spool, nodeID string, meshSign
 			if errors.As(err, &fe) {
 				return 0, nil, newest, err
 			}
-			return 0, nil, newest, fault.New(fault.Refused, err)
+			return 0, nil, newest, fault.New(fault.Refused, fmt.Errorf("spool %s: %w", sp, err))
 		}
 		_, err = sp.Stat(ctx, spool.DeclName(g, c.Run, nodeID))
 		if errors.Is(err, spool.ErrNotFound) {
@@ -262,7 +360,7 @@ func findGeneration(ctx context.Context, sp spool.Spool, nodeID string, meshSign
 			return 0, nil, newest, err
 		}
 		if g < last {
-			return 0, nil, newest, fault.Refusedf("rollback refused: the newest generation for this node is %d, older than generation %d it already applied", g, last)
+			return 0, nil, newest, fault.Refusedf("rollback refused: the newest generation in spool %s with a declaration for this node is generation %d, older than generation %d, which this host already applied", sp, g, last)
 		}
 		return g, c, newest, nil
 	}
@@ -272,46 +370,29 @@ func findGeneration(ctx context.Context, sp spool.Spool, nodeID string, meshSign
 	return 0, nil, newest, nil
 }
 
-func fetchDeclaration(ctx context.Context, o Options, gen uint64, run, nodeID string) (*generation.NodeDeclaration, error) {
+// fetchDeclaration reads this node's declaration of generation gen,
+// verifies the mesh's signature and decrypts it, or takes it from the
+// declaration cache when the object's bytes are the ones verified before.
+func fetchDeclaration(ctx context.Context, o Options, meshSign ed25519.PublicKey, gen uint64, run, nodeID string) (*generation.NodeDeclaration, error) {
 	name := spool.DeclName(gen, run, nodeID)
 	data, err := o.Spool.Get(ctx, name, 0)
 	if err != nil {
 		return nil, err
 	}
-	meshSign, err := o.Identity.Mesh.Verifier()
-	if err != nil {
-		return nil, err
-	}
-	var nd generation.NodeDeclaration
-	if err := bundle.OpenTOML(data, generation.DeclCtx(gen, run, nodeID), o.Identity.Pair.Age, meshSign, &nd); err != nil {
-		return nil, fault.New(fault.Refused, fmt.Errorf("declaration %s refused: %w", name, err))
+	sum := sha256.Sum256(data)
+	state := o.Config.State
+	nd, cached := loadCachedDeclaration(state, o.Identity.Pair.Sign, name, sum, o.Version)
+	if !cached {
+		nd = new(generation.NodeDeclaration)
+		if err := bundle.OpenTOML(data, generation.DeclCtx(gen, run, nodeID), o.Identity.Pair.Age, meshSign, nd); err != nil {
+			return nil, fault.New(fault.Refused, fmt.Errorf("declaration %s refused: %w", name, err))
+		}
 	}
 	if nd.NodeID != nodeID || nd.Generation != gen || nd.Run != run {
 		return nil, fault.Refusedf("declaration %s refused: it is addressed to node %s, generation %d", name, nd.NodeID, nd.Generation)
 	}
-	return &nd, nil
-}
-
-// flushOutbox sends waiting reports, oldest first, and returns how many were
-// sent. A report the spool already holds with the same bytes counts as sent.
-func flushOutbox(ctx context.Context, sp spool.Spool, state string) (int, error) {
-	items, err := outboxList(state)
-	if err != nil {
-		return 0, err
+	if !cached && !o.DryRun {
+		saveCachedDeclaration(state, o.Identity.Pair.Sign, name, sum, o.Version, nd)
 	}
-	n := 0
-	for _, it := range items {
-		data, err := os.ReadFile(it.file)
-		if err != nil {
-			return n, err
-		}
-		if err := sp.Put(ctx, it.name, data); err != nil {
-			return n, err
-		}
-		if err := os.Remove(it.file); err != nil {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
+	return nd, nil
 }

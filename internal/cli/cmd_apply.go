@@ -19,7 +19,7 @@ import (
 func init() {
 	register(&Command{
 		Name:  "apply",
-		Usage: "muster apply [--dry-run] [--root DIR] [--timeout DURATION]",
+		Usage: "muster apply [--dry-run] [--timeout DURATION] [--config FILE] [--state DIR] [--spool SPOOL] [--root DIR]",
 		Short: "reconcile this host with its newest declaration, verify, report (host)",
 		Long: `Fetch this node's newest committed declaration, verify the mesh's signature
 against the key pinned at enrolment, decrypt it, reconcile every resource
@@ -28,14 +28,16 @@ declaration orders otherwise), read every resource back, remove orphans muster
 created, and write a report signed by this host and encrypted to the mesh.
 
 A line is ok only if reading the resource back matched the declaration;
-there is no other way for a line to become ok. A generation older than the
-last one applied is refused (rollback); re-applying the same generation repairs
+there is no other way for a line to become ok, and one failed line makes the
+report failed and the status 1. A generation older than the last one applied
+is refused (rollback, status 3); re-applying the same generation repairs
 drift. A report that cannot be written to the spool waits in the state
-directory's outbox and is sent first by the next run.
+directory's outbox (status 4) and is sent first by the next run.
 
 Made for a systemd timer or cron: non-interactive, one summary line when
 nothing changed, bounded by --timeout. A second apply while one runs exits at
-once with status 4.`,
+once with status 4. Reads the host config (default /etc/muster/muster.toml)
+and the state directory it names; --dry-run writes nothing at all.`,
 		Examples: `muster apply
 muster apply --dry-run
 # build an image: apply everything inside a directory tree
@@ -76,15 +78,32 @@ muster apply --root /srv/images/web --config /srv/images/web.toml`,
 					Services: systemd.New(root),
 				})
 				if err != nil {
-					if ctx.Err() == context.DeadlineExceeded {
-						return fault.Temporaryf("apply did not finish within %s: %v", *timeout, err)
+					if stopped := interrupted(ctx, *timeout); stopped != "" {
+						return fault.Temporaryf("%s: %v", stopped, err)
 					}
 					return err
 				}
-				return printApply(env, res, *dryRun)
+				err = printApply(env, res, *dryRun)
+				if stopped := interrupted(ctx, *timeout); stopped != "" && res.Failed > 0 {
+					// What was not done is reported as failed; the
+					// next run does it.
+					return fault.Temporaryf("%s; what it did not do is reported as failed", stopped)
+				}
+				return err
 			}
 		},
 	})
+}
+
+// interrupted says why a run was cut short, or "" if it was not.
+func interrupted(ctx context.Context, timeout time.Duration) string {
+	switch ctx.Err() {
+	case context.DeadlineExceeded:
+		return fmt.Sprintf("apply did not finish within %s", timeout)
+	case context.Canceled:
+		return "apply was interrupted"
+	}
+	return ""
 }
 
 func printApply(env *Env, res *apply.Result, dryRun bool) error {
@@ -101,20 +120,25 @@ func printApply(env *Env, res *apply.Result, dryRun bool) error {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
 	printLines(w, rep.Lines)
-	verb := "applied"
-	if dryRun {
-		verb = "dry run"
-	}
-	if res.Changed == 0 && res.Removed == 0 && res.Failed == 0 {
-		fmt.Fprintf(w, "generation %d %s: no change, %d resources verified\n", res.Generation, verb, res.Unchanged)
-	} else {
-		fmt.Fprintf(w, "generation %d %s: %d changed, %d removed, %d unchanged, %d failed\n", res.Generation, verb, res.Changed, res.Removed, res.Unchanged, res.Failed)
+	switch {
+	case dryRun && res.Changed == 0 && res.Removed == 0 && res.Failed == 0:
+		fmt.Fprintf(w, "generation %d dry run: nothing would change, %d resources checked (nothing written)\n", res.Generation, res.Unchanged)
+	case dryRun:
+		fmt.Fprintf(w, "generation %d dry run: %d would change, %d would be removed, %d unchanged, %d failed (nothing written)\n", res.Generation, res.Changed, res.Removed, res.Unchanged, res.Failed)
+	case res.Changed == 0 && res.Removed == 0 && res.Failed == 0:
+		fmt.Fprintf(w, "generation %d applied: no change, %d resources verified\n", res.Generation, res.Unchanged)
+	default:
+		fmt.Fprintf(w, "generation %d applied: %d changed, %d removed, %d unchanged, %d failed\n", res.Generation, res.Changed, res.Removed, res.Unchanged, res.Failed)
 	}
 	if !dryRun && !res.Sent {
 		env.Warnf("report kept in the outbox, the next apply sends it: %v", res.SendError)
 	}
 	if rep.Outcome() == outcome.Failing {
 		return quietly(fault.Failure)
+	}
+	if !dryRun && !res.Sent {
+		// The work is done, but the mesh cannot see it yet.
+		return quietly(fault.Temporary)
 	}
 	return nil
 }

@@ -1,0 +1,120 @@
+package apply
+
+import (
+	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/ed25519"
+	"crypto/hkdf"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/muster-tool/muster/internal/atomicfile"
+	"github.com/muster-tool/muster/internal/generation"
+)
+
+// The declaration cache keeps the last declaration this host verified,
+// decoded, so that re-applying the same generation (drift repair, the
+// common case from a timer) does not decode the same TOML again: for a
+// thousand resources that decode costs more than observing them all.
+//
+// Every run still reads the declaration's bytes from the spool; the cache
+// is used only when their sha256 is the one verified when the cache was
+// written, for the same object name and the same muster version, so a
+// changed or forged object is verified in full (and refused) as before.
+// The cache is sealed with AES-GCM under a key derived from the host's
+// signing key: it holds the declaration's plaintext, secrets included, so
+// it is as private as the host key beside it, and nothing but this host can
+// write one that opens. A cache that does not open, torn by a crash or
+// tampered with, is a miss; it is not fsynced for that reason.
+const (
+	cacheFile    = "declaration.cache"
+	cacheVersion = "muster declaration cache v1"
+)
+
+type cacheDoc struct {
+	Declaration generation.NodeDeclaration
+}
+
+func cacheKey(sign ed25519.PrivateKey) ([]byte, error) {
+	return hkdf.Key(sha256.New, sign.Seed(), nil, cacheVersion, 32)
+}
+
+// cacheAD binds a cache to the object, its bytes and the muster version
+// that decoded them.
+func cacheAD(name string, sum [32]byte, version string) []byte {
+	return fmt.Appendf(nil, "%s\x00%s\x00%x\x00%s", cacheVersion, name, sum, version)
+}
+
+func cacheAEAD(sign ed25519.PrivateKey) (cipher.AEAD, error) {
+	key, err := cacheKey(sign)
+	if err != nil {
+		return nil, err
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}
+
+// loadCachedDeclaration returns the cached declaration of object name if
+// the cache was written for exactly these bytes by this muster version.
+func loadCachedDeclaration(dir string, sign ed25519.PrivateKey, name string, sum [32]byte, version string) (*generation.NodeDeclaration, bool) {
+	data, err := os.ReadFile(filepath.Join(dir, cacheFile))
+	if err != nil {
+		return nil, false
+	}
+	aead, err := cacheAEAD(sign)
+	if err != nil || len(data) < aead.NonceSize() {
+		return nil, false
+	}
+	plain, err := aead.Open(nil, data[:aead.NonceSize()], data[aead.NonceSize():], cacheAD(name, sum, version))
+	if err != nil {
+		return nil, false
+	}
+	var doc cacheDoc
+	if err := gob.NewDecoder(bytes.NewReader(plain)).Decode(&doc); err != nil {
+		return nil, false
+	}
+	return &doc.Declaration, true
+}
+
+// saveCachedDeclaration replaces the cache; errors are returned for tests
+// but a run goes on without a cache.
+func saveCachedDeclaration(dir string, sign ed25519.PrivateKey, name string, sum [32]byte, version string, nd *generation.NodeDeclaration) error {
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(cacheDoc{Declaration: *nd}); err != nil {
+		return err
+	}
+	aead, err := cacheAEAD(sign)
+	if err != nil {
+		return err
+	}
+	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+buf.Len()+aead.Overhead())
+	if _, err := rand.Read(nonce); err != nil {
+		return err
+	}
+	sealed := aead.Seal(nonce, nonce, buf.Bytes(), cacheAD(name, sum, version))
+	tmp, err := os.CreateTemp(dir, atomicfile.TempPrefix+cacheFile+"-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(sealed)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(dir, cacheFile))
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return errors.Join(errors.New("write declaration cache"), err)
+	}
+	return nil
+}
