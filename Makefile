@@ -40,4 +40,4 @@ install: build ## install the binary and man pages under PREFIX
 	for f in man/*.[1-9]; do s=$${f##*.}; install -D -m 0644 $$f $(DESTDIR)$(PREFIX)/share/man/man$$s/$${f##*/}; done
 
 clean: ## remove build output
-	rm -rf bin dist
+	rm -rf bin; rm -f dist/*.deb

@@ -11,6 +11,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,8 +22,10 @@ import (
 	"github.com/muster-tool/muster/internal/host"
 	"github.com/muster-tool/muster/internal/ledger"
 	"github.com/muster-tool/muster/internal/outcome"
+	"github.com/muster-tool/muster/internal/repo"
 	"github.com/muster-tool/muster/internal/report"
 	"github.com/muster-tool/muster/internal/resource"
+	"github.com/muster-tool/muster/internal/upgrade"
 	"github.com/muster-tool/muster/spool"
 )
 
@@ -36,6 +40,12 @@ type Options struct {
 	Now      func() time.Time
 	Packages resource.Packages
 	Services resource.Services
+	// ConfigPath is the host config file, for the self-check of a newly
+	// installed muster.
+	ConfigPath string
+	// CheckTimeout bounds that self-check (upgrade.DefaultCheckTimeout
+	// if zero).
+	CheckTimeout time.Duration
 }
 
 // Result says what an apply did.
@@ -55,6 +65,12 @@ type Result struct {
 	// Warned counts again on their own.
 	Unchanged, Changed, Removed, Failed int
 	Warned                              int
+	// Restart: this apply installed a new muster that passed its
+	// self-check; the running one should exit for the restart.
+	Restart bool
+	// KnownGoodError: keeping this binary as the known-good muster
+	// failed (the apply itself succeeded).
+	KnownGoodError error
 }
 
 // sendGrace bounds sending the report after a run's own deadline passed.
@@ -123,8 +139,24 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		notes = append(notes, "state file was missing: started from the newest committed generation")
 	}
 
+	// The mesh's package repository from the spool, verified, before
+	// any package is applied. A repository that cannot be brought up to
+	// date leaves the one from before in place and fails a line.
+	var repoLines []outcome.Line
+	if !o.DryRun {
+		changed, err := repo.Materialize(ctx, o.Spool, meshSign, filepath.Join(state, RepoDir))
+		if err != nil {
+			repoLines = append(repoLines, outcome.Line{ID: RepoLineID, Status: outcome.Failed, Detail: err.Error()})
+		}
+		if u, ok := o.Packages.(interface{ RequestUpdate() }); changed && ok {
+			u.RequestUpdate()
+		}
+	}
+
 	sys := &resource.System{Root: o.Root, Packages: o.Packages, Services: o.Services, DryRun: o.DryRun, Prune: nd.Prune}
-	results := sys.Apply(ctx, nd.Resources)
+	up := upgrade.New(upgrade.Options{Root: o.Root, State: state, Config: o.ConfigPath, Spool: o.Config.Spool,
+		Packages: o.Packages, CheckTimeout: o.CheckTimeout, DryRun: o.DryRun, Now: o.Now}, st.FailedVersions)
+	results := up.Apply(ctx, sys, nd.Resources)
 	declared := make(map[string]bool, len(nd.Resources))
 	for _, s := range nd.Resources {
 		declared[s.ID()] = true
@@ -147,6 +179,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	lines = append(lines, orphans(ctx, sys, led, nd.Resources, declared, nd.Prune, newLedger)...)
+	lines = append(append(lines, up.Lines()...), repoLines...)
+	notes = append(notes, up.Notes()...)
 	for _, l := range lines {
 		switch l.Status {
 		case outcome.OK:
@@ -202,12 +236,20 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	if !hadState || st.Generation != gen || st.Run != commit.Run {
+	failedChanged := !slices.Equal(st.FailedVersions, up.Failed())
+	if !hadState || st.Generation != gen || st.Run != commit.Run || failedChanged {
 		st.Generation, st.Run, st.AppliedAt = gen, commit.Run, o.Now().UTC()
+		st.FailedVersions = up.Failed()
 		if err := saveState(state, st); err != nil {
 			return nil, err
 		}
 	}
+	// Only now that the state holds the failed version may the
+	// launcher's rollback note go.
+	if err := up.Saved(); err != nil {
+		return nil, err
+	}
+	res.Restart = up.Restart()
 	sent, err := flushOutbox(ctx, o.Spool, state)
 	for _, s := range sent {
 		if s == name {
@@ -230,8 +272,23 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if !res.Sent {
 		res.SendError = err
 	}
+	if res.Sent {
+		// This run reached its end and its report is out: the binary
+		// that ran it is known to work here.
+		if _, err := upgrade.AfterReport(state, o.Root, o.Version); err != nil {
+			res.KnownGoodError = err
+		}
+	}
 	return res, nil
 }
+
+// RepoDir is where, below the state directory, the mesh's package
+// repository is materialized; RepoLineID is the report line of a
+// repository that could not be.
+const (
+	RepoDir    = "repo"
+	RepoLineID = "muster:repository"
+)
 
 // declaredAbsent: the spec asks for the resource not to exist.
 func declaredAbsent(s *resource.Spec) bool {

@@ -21,6 +21,7 @@ import (
 	"github.com/muster-tool/muster/internal/fault"
 	"github.com/muster-tool/muster/internal/ledger"
 	"github.com/muster-tool/muster/internal/resource"
+	"github.com/muster-tool/muster/internal/upgrade"
 	"github.com/muster-tool/muster/spool"
 )
 
@@ -36,9 +37,10 @@ type State struct {
 	// AppliedAt is when this host first applied Generation. Later runs
 	// of the same generation do not rewrite the file.
 	AppliedAt time.Time `toml:"applied_at"`
-	// FailedVersions are muster versions whose self-check failed here;
-	// they are not retried until a newer one is declared.
-	FailedVersions []string `toml:"failed_versions,omitempty"`
+	// FailedVersions are muster versions that failed here (their
+	// self-check, or to start); they are not installed again until a
+	// newer one is declared (see internal/upgrade).
+	FailedVersions upgrade.Failed `toml:"failed_version,omitempty"`
 }
 
 const (

@@ -116,10 +116,15 @@ func commands() []*Command {
 		cmdHelp(),
 	}
 	cmds = append(cmds, extraCommands...)
-	for _, c := range cmds {
+	var link func(c *Command)
+	link = func(c *Command) {
 		for _, s := range c.Sub {
 			s.parent = c
+			link(s)
 		}
+	}
+	for _, c := range cmds {
+		link(c)
 	}
 	return cmds
 }

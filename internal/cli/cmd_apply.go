@@ -13,13 +13,14 @@ import (
 	"github.com/muster-tool/muster/internal/outcome"
 	"github.com/muster-tool/muster/internal/resource/debian"
 	"github.com/muster-tool/muster/internal/resource/systemd"
+	"github.com/muster-tool/muster/internal/upgrade"
 	"github.com/muster-tool/muster/spool"
 )
 
 func init() {
 	register(&Command{
 		Name:  "apply",
-		Usage: "muster apply [--dry-run] [--timeout DURATION] [--config FILE] [--state DIR] [--spool SPOOL] [--root DIR]",
+		Usage: "muster apply [--dry-run] [--timeout DURATION] [--config FILE] [--state DIR] [--spool SPOOL] [--root DIR]\nmuster apply --self-check",
 		Short: "reconcile this host with its newest declaration, verify, report (host)",
 		Long: `Fetch this node's newest committed declaration, verify the mesh's signature
 against the key pinned at enrolment, decrypt it, reconcile every resource
@@ -37,7 +38,14 @@ directory's outbox (status 4) and is sent first by the next run.
 Made for a systemd timer or cron: non-interactive, one summary line when
 nothing changed, bounded by --timeout. A second apply while one runs exits at
 once with status 4. Reads the host config (default /etc/muster/muster.toml)
-and the state directory it names; --dry-run writes nothing at all.`,
+and the state directory it names; --dry-run writes nothing at all.
+
+When an apply changes the installed muster package, the new binary runs once
+with --self-check before this one exits: it loads the config and keys, opens
+the spool and decodes this node's newest declaration, changing nothing. If it
+passes, apply exits with status 7 and the new muster runs from the next apply;
+if not, the line fails with the reason and the previous version is reinstalled
+at once. See muster-upgrade(7).`,
 		Examples: `muster apply
 muster apply --dry-run
 # build an image: apply everything inside a directory tree
@@ -47,6 +55,7 @@ muster apply --root /srv/images/web --config /srv/images/web.toml`,
 		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
 			dryRun := fs.Bool("dry-run", false, "show what would change; change nothing and write no report")
 			timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long")
+			selfCheck := fs.Bool("self-check", false, "check that this muster can work here and change nothing (run by the muster that installed it)")
 			return func(env *Env, args []string) error {
 				if err := needArgs(args, 0, 0, ""); err != nil {
 					return err
@@ -54,6 +63,16 @@ muster apply --root /srv/images/web --config /srv/images/web.toml`,
 				cfg, id, err := openHost(env)
 				if err != nil {
 					return err
+				}
+				if *selfCheck {
+					ctx, cancel := context.WithTimeout(env.Ctx, *timeout)
+					defer cancel()
+					c, err := upgrade.SelfCheck(ctx, cfg, id)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(env.Stdio.Out, "self-check passed: muster %s; generation %d (%d resources); repository index %d\n", Version(), c.Generation, c.Resources, c.RepositoryIndex)
+					return nil
 				}
 				root := env.Global.Root
 				if root == "" {
@@ -74,8 +93,9 @@ muster apply --root /srv/images/web --config /srv/images/web.toml`,
 				defer cancel()
 				res, err := apply.Run(ctx, apply.Options{
 					Config: cfg, Identity: id, Spool: sp, Root: root, DryRun: *dryRun, Version: Version(), Now: env.Now,
-					Packages: debian.New(root, debian.Options{Config: cfg.Apt.Options, Update: cfg.Apt.Update}),
-					Services: systemd.New(root),
+					Packages:   debian.New(root, debian.Options{Config: cfg.Apt.Options, Update: cfg.Apt.Update}),
+					Services:   systemd.New(root),
+					ConfigPath: env.Global.Config,
 				})
 				if err != nil {
 					if stopped := interrupted(ctx, *timeout); stopped != "" {
@@ -136,9 +156,15 @@ func printApply(env *Env, res *apply.Result, dryRun bool) error {
 	if rep.Outcome() == outcome.Failing {
 		return quietly(fault.Failure)
 	}
+	if res.KnownGoodError != nil {
+		env.Warnf("keeping this muster as the known-good one: %v", res.KnownGoodError)
+	}
 	if !dryRun && !res.Sent {
 		// The work is done, but the mesh cannot see it yet.
 		return quietly(fault.Temporary)
+	}
+	if res.Restart {
+		return quietly(fault.Restart)
 	}
 	return nil
 }

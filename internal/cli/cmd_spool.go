@@ -26,7 +26,7 @@ func init() {
 		Long: `Work on the spool itself: copy objects between two spools (sneakernet,
 mirrors), check that every object is whole, and remove what no reader needs.
 None of these commands needs a key.`,
-		Sub: []*Command{cmdSpoolSync(), cmdSpoolVerify(), cmdSpoolGC()},
+		Sub: []*Command{cmdSpoolSync(), cmdSpoolVerify(), cmdSpoolGC(), cmdSpoolRepo()},
 	})
 }
 

@@ -15,12 +15,16 @@ import (
 // leaves returns every runnable command.
 func leaves() []*Command {
 	var out []*Command
-	for _, c := range commands() {
-		if len(c.Sub) == 0 || c.Setup != nil {
-			out = append(out, c)
+	var walk func(cs []*Command)
+	walk = func(cs []*Command) {
+		for _, c := range cs {
+			if len(c.Sub) == 0 || c.Setup != nil {
+				out = append(out, c)
+			}
+			walk(c.Sub)
 		}
-		out = append(out, c.Sub...)
 	}
+	walk(commands())
 	return out
 }
 

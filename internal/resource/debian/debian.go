@@ -63,8 +63,9 @@ type Apt struct {
 	root string
 	opts Options
 
-	mu      sync.Mutex
-	updated bool
+	mu          sync.Mutex
+	updated     bool
+	forceUpdate bool
 }
 
 // New returns the backend for root: "/" for the running system, or the
@@ -223,16 +224,25 @@ func (a *Apt) Remove(ctx context.Context, names []string) error {
 	return nil
 }
 
+// RequestUpdate makes the next Candidate or Install run apt-get update
+// first, whatever Options.Update says: apply calls it when the mesh's
+// repository in the state directory changed, so apt reads the new lists.
+func (a *Apt) RequestUpdate() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.forceUpdate = true
+}
+
 // updateOnce runs apt-get update if Options.Update asks and it has not
 // run yet. The caller holds a.mu.
 func (a *Apt) updateOnce(ctx context.Context) error {
-	if !a.opts.Update || a.updated {
+	if !a.forceUpdate && (!a.opts.Update || a.updated) {
 		return nil
 	}
 	if _, err := a.run(ctx, "apt-get", "update"); err != nil {
 		return fmt.Errorf("update package lists%s: %w", a.under(), err)
 	}
-	a.updated = true
+	a.updated, a.forceUpdate = true, false
 	return nil
 }
 
