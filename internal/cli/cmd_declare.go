@@ -30,8 +30,10 @@ state for every enrolled, eligible node, writes one bundle per node (signed by
 the mesh, encrypted to that node only, carrying the recovery copy of what the
 node owns), and commits generation N+1 with a single create-if-absent write.
 Nodes act only on committed generations. If another declare commits N+1 first,
-this one retries as N+2. Ineligible nodes get nothing new and are listed with
-their failed briefing lines; nodes no role selects are listed as unmatched.
+this one compares again and writes N+2 (after three lost races it gives up
+with a temporary failure). Ineligible nodes get nothing new and are listed
+with their failed briefing lines; nodes no role selects are listed as
+unmatched and get nothing new either.
 
 declare does not wait for nodes: it prints
 'generation N declared: K nodes, I ineligible, U unmatched' and exits. Follow
@@ -39,8 +41,9 @@ progress with 'muster report'.
 
 Declaring an unchanged source (the same resources for the same node
 identities, the same ineligible and unmatched nodes) writes nothing and says
-'declaration unchanged: generation N stands'. Content marked secret never
-appears in any output; at most its digest.`,
+'declaration unchanged: generation N stands'. --dry-run writes nothing at
+all, so it does not admit pending join requests. Content marked secret never
+appears in any output.`,
 		Examples: `muster declare --check site.toml
 muster declare --dry-run site.toml
 muster declare site.toml roles/*.toml
@@ -77,7 +80,14 @@ generate-config | muster declare --json -`,
 				if err != nil {
 					return err
 				}
-				reg, err := admitPending(env, m)
+				// A dry run writes nothing, so it does not admit: pending
+				// join requests are left for the next declare or admit.
+				var reg *enrol.Registry
+				if *dryRun {
+					reg, err = enrol.LoadRegistry(env.Ctx, m)
+				} else {
+					reg, err = admitPending(env, m)
+				}
 				if err != nil {
 					return err
 				}
@@ -93,10 +103,7 @@ generate-config | muster declare --json -`,
 				})
 				var pe *declare.ProblemsError
 				if errors.As(err, &pe) {
-					for _, p := range pe.Problems {
-						fmt.Fprintf(env.Stdio.Err, "muster: error: %s\n", p)
-					}
-					return fault.WithHint(fmt.Errorf("declaration refused: %d problems, nothing was written", len(pe.Problems)), "fix the declaration and run declare again")
+					return reportProblems(env, pe.Problems)
 				}
 				if err != nil {
 					return err
@@ -108,7 +115,7 @@ generate-config | muster declare --json -`,
 					return writeJSON(env.Stdio.Out, struct {
 						Version int `json:"version"`
 						*declare.Result
-					}{1, res})
+					}{declareJSONVersion, res})
 				}
 				printDeclare(env.Stdio.Out, res)
 				return nil
@@ -116,6 +123,10 @@ generate-config | muster declare --json -`,
 		},
 	})
 }
+
+// declareJSONVersion is the version of declare --json's output, documented
+// in muster-declare(1).
+const declareJSONVersion = 1
 
 // reportProblems prints validation problems; errors stop the command.
 func reportProblems(env *Env, problems []declaration.Problem) error {
@@ -129,7 +140,11 @@ func reportProblems(env *Env, problems []declaration.Problem) error {
 		fmt.Fprintf(env.Stdio.Err, "muster: error: %s\n", p)
 	}
 	if n > 0 {
-		return quietlyWith(fault.Failure, fmt.Sprintf("declaration refused: %d problems, nothing was written", n))
+		noun := "problems"
+		if n == 1 {
+			noun = "problem"
+		}
+		return quietlyWith(fault.Failure, fmt.Sprintf("declaration refused: %d %s, nothing was written", n, noun))
 	}
 	return nil
 }
@@ -137,19 +152,23 @@ func reportProblems(env *Env, problems []declaration.Problem) error {
 func printDeclare(w io.Writer, r *declare.Result) {
 	switch {
 	case r.Unchanged:
-		fmt.Fprintf(w, "declaration unchanged: generation %d stands (nothing written)\n", r.Generation)
+		fmt.Fprintf(w, "declaration unchanged: generation %d stands\n", r.Generation)
 	case r.DryRun:
-		fmt.Fprintf(w, "dry run: generation %d would be declared: %d nodes, %d ineligible, %d unmatched (nothing written)\n", r.Generation, len(r.Nodes), len(r.Ineligible), len(r.Unassigned))
+		fmt.Fprintf(w, "dry run: generation %d would be declared: %d nodes, %d ineligible, %d unmatched (nothing written)\n", r.Generation, len(r.Nodes), len(r.Ineligible), len(r.Unmatched))
 	default:
-		fmt.Fprintf(w, "generation %d declared: %d nodes, %d ineligible, %d unmatched\n", r.Generation, len(r.Nodes), len(r.Ineligible), len(r.Unassigned))
+		fmt.Fprintf(w, "generation %d declared: %d nodes, %d ineligible, %d unmatched\n", r.Generation, len(r.Nodes), len(r.Ineligible), len(r.Unmatched))
 	}
-	if r.DryRun {
+	if r.DryRun && !r.Unchanged {
+		same := 0
 		for _, n := range r.Nodes {
-			if len(n.Added)+len(n.Changed)+len(n.Removed) == 0 {
-				fmt.Fprintf(w, "  %s: no change (%d resources)\n", n.Name, n.Resources)
+			if n.Same() {
+				same++
 				continue
 			}
 			fmt.Fprintf(w, "  %s: %d added, %d changed, %d removed\n", n.Name, len(n.Added), len(n.Changed), len(n.Removed))
+			if n.PreviousNodeID != "" {
+				fmt.Fprintf(w, "    re-enrolled: identity %s replaces %s\n", n.NodeID, n.PreviousNodeID)
+			}
 			for _, id := range n.Added {
 				fmt.Fprintf(w, "    + %s\n", id)
 			}
@@ -160,6 +179,9 @@ func printDeclare(w io.Writer, r *declare.Result) {
 				fmt.Fprintf(w, "    - %s\n", id)
 			}
 		}
+		if same > 0 {
+			fmt.Fprintf(w, "  %d nodes unchanged\n", same)
+		}
 	}
 	for _, in := range r.Ineligible {
 		fmt.Fprintf(w, "ineligible: %s\n", in.Name)
@@ -167,7 +189,7 @@ func printDeclare(w io.Writer, r *declare.Result) {
 			fmt.Fprintf(w, "  failed %s: %s\n", l.ID, l.Detail)
 		}
 	}
-	for _, u := range r.Unassigned {
+	for _, u := range r.Unmatched {
 		fmt.Fprintf(w, "unmatched: %s (no role selects it)\n", u)
 	}
 }

@@ -61,15 +61,33 @@ type Manifest struct {
 	// Ineligible and Unassigned list node names that got nothing new.
 	Ineligible []string `toml:"ineligible,omitempty"`
 	Unassigned []string `toml:"unassigned,omitempty"`
+	// Resources lists every distinct resource the generation assigned,
+	// sorted by ID and then digest; nodes name theirs by position (see
+	// ManifestNode.Set), so a fleet whose nodes share most of their
+	// resources has a small manifest.
+	Resources []ManifestResource `toml:"resource,omitempty"`
 }
 
-// ManifestNode is one assigned node: its identity and the digest of each of
-// its resources (never their content).
+// ManifestResource is one resource as declared: its ID and the digest of
+// its settings (never its content).
+type ManifestResource struct {
+	ID     string `toml:"id"`
+	Digest string `toml:"digest"`
+}
+
+// ManifestNode is one assigned node: its identity, the digest of all it
+// was assigned, and which resources those were.
 type ManifestNode struct {
-	Name      string            `toml:"name"`
-	NodeID    string            `toml:"node_id"`
-	Digest    string            `toml:"digest"`
-	Resources map[string]string `toml:"resources"`
+	Name   string `toml:"name"`
+	NodeID string `toml:"node_id"`
+	Digest string `toml:"digest"`
+	// Set names the node's resources as ascending positions in
+	// Manifest.Resources, written as comma-separated numbers and ranges,
+	// such as "0-48,97,120-169".
+	Set string `toml:"set,omitempty"`
+	// Resources maps resource ID to digest: the manifest's first form,
+	// which declare still reads when Set is empty but no longer writes.
+	Resources map[string]string `toml:"resources,omitempty"`
 }
 
 // CommitCtx, DeclCtx and ManifestCtx bind the documents to their names.

@@ -1,0 +1,337 @@
+package declare
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/muster-tool/muster/internal/brief"
+	"github.com/muster-tool/muster/internal/declaration"
+	"github.com/muster-tool/muster/internal/enrol"
+	"github.com/muster-tool/muster/internal/generation"
+	"github.com/muster-tool/muster/internal/outcome"
+	"github.com/muster-tool/muster/internal/resource"
+)
+
+// plan is a resolved declaration ready to be compared and written: what
+// each eligible node gets, and who gets nothing new.
+type plan struct {
+	prune      bool
+	nodes      []nodePlan // sorted by name
+	table      []*entry   // every distinct resource the nodes have, in manifest order
+	ineligible []Ineligible
+	unmatched  []string
+	warnings   []string
+}
+
+type nodePlan struct {
+	id      *enrol.Identity
+	entries []*entry // sorted by ID
+	digest  string
+}
+
+// entry is one distinct resource as declared: its ID, the digest of its
+// settings and its TOML form in a node's declaration, each computed once
+// however many nodes have it. A fleet of ten thousand nodes with a
+// hundred resources each usually has a few hundred distinct ones.
+type entry struct {
+	spec   resource.Spec // shares its strings with the declaration
+	used   bool          // some eligible node has it
+	id     string
+	digest string
+	line   []byte // "id digest\n", for the node's digest
+	toml   []byte
+	pos    int // in plan.table, which is the manifest's resource list
+}
+
+// newPlan resolves decl for every trusted node and splits eligible nodes
+// from ineligible and unmatched ones. A resolution error (the same
+// resource declared differently for one node) is a *ProblemsError.
+func newPlan(reg *enrol.Registry, briefs map[string]*brief.Briefing, decl *declaration.Declaration) (*plan, error) {
+	active := reg.Active()
+	nodes := make([]declaration.Node, len(active))
+	byName := make(map[string]*enrol.Identity, len(active))
+	for i, id := range active {
+		nodes[i] = declaration.Node{Name: id.Name, Labels: id.Labels}
+		byName[id.Name] = id
+	}
+	resolved, unmatched, problems := decl.Resolve(nodes)
+	if declaration.HasErrors(problems) {
+		return nil, &ProblemsError{Problems: problems}
+	}
+	p := &plan{prune: decl.Prune(), ineligible: []Ineligible{}, unmatched: []string{}}
+	for _, pr := range problems {
+		p.warnings = append(p.warnings, pr.String())
+	}
+	isUnmatched := make(map[string]bool, len(unmatched))
+	for _, n := range unmatched {
+		isUnmatched[n] = true
+	}
+	c := newEntryCache()
+	// Nodes with the same roles and no node section of their own share
+	// one resolved slice, and so share its entries and digest.
+	type list struct {
+		entries []*entry
+		digest  string
+	}
+	shared := map[*resource.Spec]list{}
+	for i := range resolved {
+		r := resolved[i]
+		// A node's resolved resources are not needed once its entries
+		// are found: let them go, since with a node section of its own
+		// each node's are a copy.
+		resolved[i].Resources = nil
+		id := byName[r.Node]
+		if b := briefs[id.NodeID]; b == nil || !b.Eligible() {
+			in := Ineligible{Name: r.Node}
+			if b == nil {
+				in.Failed = []outcome.Line{{ID: "briefing", Status: outcome.Failed, Detail: "no briefing received from identity " + id.NodeID}}
+			} else {
+				in.Failed = outcome.FailedLines(b.Lines)
+			}
+			p.ineligible = append(p.ineligible, in)
+			continue
+		}
+		if isUnmatched[r.Node] {
+			p.unmatched = append(p.unmatched, r.Node)
+			continue
+		}
+		np := nodePlan{id: id}
+		var first *resource.Spec
+		if len(r.Resources) > 0 {
+			first = &r.Resources[0]
+		}
+		if l, ok := shared[first]; ok && first != nil && len(l.entries) == len(r.Resources) {
+			np.entries, np.digest = l.entries, l.digest
+			p.nodes = append(p.nodes, np)
+			continue
+		}
+		np.entries = make([]*entry, len(r.Resources))
+		for i := range r.Resources {
+			e, err := c.get(&r.Resources[i])
+			if err != nil {
+				return nil, fmt.Errorf("node %s: %w", r.Node, err)
+			}
+			np.entries[i] = e
+			e.used = true
+		}
+		// Resolve sorts by ID; the manifest's ranges and the diff rely on
+		// it, so make sure rather than assume.
+		if !slices.IsSortedFunc(np.entries, byID) {
+			slices.SortFunc(np.entries, byID)
+		}
+		np.digest = nodeDigest(p.prune, np.entries)
+		if first != nil {
+			shared[first] = list{np.entries, np.digest}
+		}
+		p.nodes = append(p.nodes, np)
+	}
+	for _, es := range c.byID {
+		for _, e := range es {
+			if e.used {
+				p.table = append(p.table, e)
+			}
+		}
+	}
+	slices.SortFunc(p.table, func(a, b *entry) int {
+		if c := strings.Compare(a.id, b.id); c != 0 {
+			return c
+		}
+		return strings.Compare(a.digest, b.digest)
+	})
+	for i, e := range p.table {
+		e.pos = i
+	}
+	return p, nil
+}
+
+func byID(a, b *entry) int { return strings.Compare(a.id, b.id) }
+
+// nodeDigest covers everything a node's declaration depends on besides
+// its identity and the recovery copy: the prune option and every
+// resource's settings.
+func nodeDigest(prune bool, entries []*entry) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "prune=%t\n", prune)
+	for _, e := range entries {
+		h.Write(e.line)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// entryCache finds the entry of a spec by value: equal specs, such as the
+// role resources that a node section keeps, share one entry. Candidates
+// are found by type, path or name, and content, then compared field by
+// field, which is quick for the copies a node section makes: their
+// strings share memory.
+type entryCache struct {
+	byID map[idKey][]*entry
+	// Reused for every new entry: a fleet where each node has resources
+	// of its own has as many entries as nodes.
+	buf  bytes.Buffer
+	toml *toml.Encoder
+	json *json.Encoder
+	one  [1]resource.Spec
+}
+
+type idKey struct {
+	kind    resource.Kind
+	name    string // path or name
+	content string
+}
+
+func newEntryCache() *entryCache {
+	c := &entryCache{byID: map[idKey][]*entry{}}
+	c.toml = toml.NewEncoder(&c.buf)
+	c.json = json.NewEncoder(&c.buf)
+	return c
+}
+
+func (c *entryCache) get(s *resource.Spec) (*entry, error) {
+	k := idKey{s.Kind, s.Path, s.Content}
+	if s.Kind == resource.Package || s.Kind == resource.Service {
+		k.name = s.Name
+	}
+	for _, e := range c.byID[k] {
+		if sameSpec(&e.spec, s) {
+			return e, nil
+		}
+	}
+	e, err := c.newEntry(s)
+	if err != nil {
+		return nil, err
+	}
+	c.byID[k] = append(c.byID[k], e)
+	return e, nil
+}
+
+func (c *entryCache) newEntry(s *resource.Spec) (*entry, error) {
+	c.buf.Reset()
+	c.one[0] = *s
+	if err := c.toml.Encode(resourceTable{Resources: c.one[:]}); err != nil {
+		return nil, fmt.Errorf("resource %s: encoding as TOML: %w", s.ID(), err)
+	}
+	e := &entry{spec: *s, id: s.ID(), toml: bytes.Clone(c.buf.Bytes())}
+	e.digest = specDigest(&c.buf, c.json, s)
+	e.line = []byte(e.id + " " + e.digest + "\n")
+	return e, nil
+}
+
+// sameSpec reports whether two specs are equal in every field.
+// TestSameSpecCoversSpec keeps it in step with resource.Spec.
+func sameSpec(a, b *resource.Spec) bool {
+	return a.Kind == b.Kind && a.Path == b.Path && a.Name == b.Name && a.State == b.State &&
+		a.Content == b.Content && a.Secret == b.Secret && a.Mode == b.Mode && a.Owner == b.Owner &&
+		a.Group == b.Group && a.Target == b.Target && a.Version == b.Version &&
+		sameBool(a.Enabled, b.Enabled) && sameBool(a.Running, b.Running) &&
+		slices.Equal(a.RestartOn, b.RestartOn) && a.Order == b.Order
+}
+
+func sameBool(a, b *bool) bool {
+	return a == b || a != nil && b != nil && *a == *b
+}
+
+// resourceTable is how a node's declaration holds its resources; an
+// entry's TOML is one element of it.
+type resourceTable struct {
+	Resources []resource.Spec `toml:"resource"`
+}
+
+// SpecDigest is the digest of a resource's declared settings. Content is
+// included, so a secret's digest changes with it, but the content itself
+// is never shown.
+func SpecDigest(s resource.Spec) string {
+	var buf bytes.Buffer
+	return specDigest(&buf, json.NewEncoder(&buf), &s)
+}
+
+// specDigest is SpecDigest with a buffer and an encoder writing to it.
+func specDigest(buf *bytes.Buffer, enc *json.Encoder, s *resource.Spec) string {
+	buf.Reset()
+	// Encoding a struct of strings, bools and ints cannot fail.
+	enc.Encode(s)
+	sum := sha256.Sum256(buf.Bytes())
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// compare diffs the plan against the newest committed generation (prev
+// is nil when there is none) and decides whether anything changed.
+func (p *plan) compare(prevGen uint64, prev *generation.Manifest) (*Result, error) {
+	res := &Result{Previous: prevGen, Nodes: make([]NodeChange, 0, len(p.nodes)),
+		Ineligible: p.ineligible, Unmatched: p.unmatched, Warnings: p.warnings}
+	var old *oldManifest
+	if prev != nil {
+		var err error
+		if old, err = readOld(prevGen, prev); err != nil {
+			return nil, err
+		}
+	}
+	same := old != nil && len(old.m.Nodes) == len(p.nodes) &&
+		slices.Equal(old.m.Ineligible, names(p.ineligible)) && slices.Equal(old.m.Unassigned, p.unmatched)
+	for i, np := range p.nodes {
+		nc := NodeChange{Name: np.id.Name, NodeID: np.id.NodeID, Resources: len(np.entries)}
+		var on *generation.ManifestNode
+		if old != nil {
+			on = old.byName[np.id.Name]
+		}
+		switch {
+		case on == nil:
+			nc.Added = make([]string, len(np.entries))
+			for j, e := range np.entries {
+				nc.Added[j] = e.id
+			}
+		case on.Digest != np.digest:
+			before, err := old.resources(on)
+			if err != nil {
+				return nil, err
+			}
+			nc.Added, nc.Changed, nc.Removed = diff(before, np.entries)
+		}
+		if on != nil && on.NodeID != np.id.NodeID {
+			nc.PreviousNodeID = on.NodeID
+		}
+		if same {
+			o := old.m.Nodes[i]
+			same = o.Name == np.id.Name && o.NodeID == np.id.NodeID && o.Digest == np.digest
+		}
+		res.Nodes = append(res.Nodes, nc)
+	}
+	res.Unchanged = same
+	return res, nil
+}
+
+// diff compares a node's resources before and now, both sorted by ID.
+func diff(before []generation.ManifestResource, now []*entry) (added, changed, removed []string) {
+	i, j := 0, 0
+	for i < len(before) || j < len(now) {
+		switch {
+		case j == len(now) || i < len(before) && before[i].ID < now[j].id:
+			removed = append(removed, before[i].ID)
+			i++
+		case i == len(before) || now[j].id < before[i].ID:
+			added = append(added, now[j].id)
+			j++
+		default:
+			if before[i].Digest != now[j].digest {
+				changed = append(changed, now[j].id)
+			}
+			i++
+			j++
+		}
+	}
+	return added, changed, removed
+}
+
+func names(in []Ineligible) []string {
+	out := make([]string, len(in))
+	for i, x := range in {
+		out[i] = x.Name
+	}
+	return out
+}

@@ -1,0 +1,251 @@
+package declare
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/muster-tool/muster/internal/bundle"
+	"github.com/muster-tool/muster/internal/generation"
+	"github.com/muster-tool/muster/internal/ledger"
+	"github.com/muster-tool/muster/internal/mesh"
+	"github.com/muster-tool/muster/internal/workpool"
+	"github.com/muster-tool/muster/spool"
+)
+
+// write seals every node's bundle and the manifest under a new run, then
+// commits generation gen with one create-if-absent write of its commit,
+// which names the run. Until that write nothing of the run counts: a
+// failure or a lost race leaves only objects no commit names, which no
+// node ever applies. It returns the run.
+func (p *plan) write(ctx context.Context, m *mesh.Mesh, gen uint64, o Options) (string, error) {
+	run := newRunID()
+	now := o.Now.UTC()
+	rec := p.recoveries(o)
+	err := pipeline(ctx, len(p.nodes), func(i int) (string, []byte, error) {
+		np := &p.nodes[i]
+		rcpt, err := np.id.Host.Recipient()
+		if err != nil {
+			return "", nil, fmt.Errorf("node %s: identity %s: %w", np.id.Name, np.id.NodeID, err)
+		}
+		buf := buffers.Get().(*bytes.Buffer)
+		defer buffers.Put(buf)
+		buf.Reset()
+		var rc recovery
+		if rec != nil {
+			rc = rec[i]
+		}
+		p.encodeDeclaration(buf, np, gen, run, now, rc)
+		data, err := bundle.Seal(buf.Bytes(), generation.DeclCtx(gen, run, np.id.NodeID), m.Pair.Sign, rcpt)
+		if err != nil {
+			return "", nil, fmt.Errorf("node %s: %w", np.id.Name, err)
+		}
+		return spool.DeclName(gen, run, np.id.NodeID), data, nil
+	}, func(name string, data []byte) error {
+		return m.Spool.Put(ctx, name, data)
+	})
+	if err != nil {
+		return "", fmt.Errorf("write the declarations of generation %d: %w (nothing was committed)", gen, err)
+	}
+	data, err := bundle.SealTOML(p.manifest(gen, run, now), generation.ManifestCtx(gen, run), m.Pair.Sign, m.Pair.Age.Recipient())
+	if err != nil {
+		return "", err
+	}
+	if err := m.Spool.Put(ctx, spool.ManifestName(gen, run), data); err != nil {
+		return "", fmt.Errorf("write the manifest of generation %d: %w (nothing was committed)", gen, err)
+	}
+	c := generation.Commit{Version: generation.FormatVersion, Generation: gen, Run: run, DeclaredAt: now}
+	data, err = bundle.SignTOML(c, generation.CommitCtx(gen), m.Pair.Sign)
+	if err != nil {
+		return "", err
+	}
+	if err := m.Spool.Put(ctx, spool.CommitName(gen), data); err != nil {
+		if errors.Is(err, spool.ErrConflict) {
+			return "", &lostRace{gen: gen}
+		}
+		return "", fmt.Errorf("commit generation %d: %w (it was not committed)", gen, err)
+	}
+	return run, nil
+}
+
+// Sealing is CPU work and writing waits on the disk, so they run on
+// separate goroutines: as many sealers as CPUs, and enough writers that the
+// filesystem can fold their syncs into few journal commits.
+const writers = 32
+
+// pipeline makes objects 0..n-1 with object on a few goroutines and puts
+// each with put on others. It returns the first error; after it, no new
+// work starts.
+func pipeline(ctx context.Context, n int, object func(i int) (string, []byte, error), put func(name string, data []byte) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type named struct {
+		name string
+		data []byte
+	}
+	objects := make(chan named, 2*writers)
+	var (
+		mu    sync.Mutex
+		first error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if first == nil {
+			first = err
+		}
+		mu.Unlock()
+		cancel()
+	}
+	var wg sync.WaitGroup
+	for range min(writers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for o := range objects {
+				if ctx.Err() != nil {
+					continue // drain, so the sealers never block
+				}
+				if err := put(o.name, o.data); err != nil {
+					fail(err)
+				}
+			}
+		}()
+	}
+	err := workpool.Run(ctx, n, runtime.GOMAXPROCS(0), func(i int) error {
+		name, data, err := object(i)
+		if err != nil {
+			return err
+		}
+		select {
+		case objects <- named{name, data}:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	close(objects)
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// declHeader is the part of a generation.NodeDeclaration that is not a
+// table: TOML wants it before the [[resource]] and [[recovery]] tables.
+// TestNodeDeclarationEncodingDecodesAsOne checks that the pieces decode as
+// one NodeDeclaration.
+type declHeader struct {
+	Generation   uint64
+	Run          string
+	Node         string
+	NodeID       string
+	DeclaredAt   time.Time
+	Prune        bool
+	RecoveryFrom string
+}
+
+// write writes the header's keys. It is written by hand because, for ten
+// thousand nodes, encoding it by reflection costs more than all the
+// resources shared between them.
+func (h declHeader) write(buf *bytes.Buffer) {
+	fmt.Fprintf(buf, "version = %d\ngeneration = %d\n", generation.FormatVersion, h.Generation)
+	writeKey(buf, "run", h.Run)
+	writeKey(buf, "node", h.Node)
+	writeKey(buf, "node_id", h.NodeID)
+	buf.WriteString("declared_at = ")
+	buf.WriteString(h.DeclaredAt.UTC().Format(time.RFC3339Nano))
+	buf.WriteByte('\n')
+	if h.Prune {
+		buf.WriteString("prune = true\n")
+	}
+	if h.RecoveryFrom != "" {
+		writeKey(buf, "recovery_from", h.RecoveryFrom)
+	}
+}
+
+// writeKey writes key = "value" as a TOML basic string.
+func writeKey(buf *bytes.Buffer, key, value string) {
+	buf.WriteString(key)
+	buf.WriteString(` = "`)
+	for _, r := range value {
+		switch {
+		case r == '"' || r == '\\':
+			buf.WriteByte('\\')
+			buf.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(buf, `\u%04X`, r)
+		default:
+			buf.WriteRune(r)
+		}
+	}
+	buf.WriteString("\"\n")
+}
+
+type recoveryTable struct {
+	Recovery []ledger.Entry `toml:"recovery"`
+}
+
+// encodeDeclaration writes node np's generation.NodeDeclaration as TOML:
+// the header, then each resource's TOML computed once for all the nodes
+// that share it, then the recovery copy. Encoding every node's hundred
+// resources by reflection would cost more than sealing and writing them.
+func (p *plan) encodeDeclaration(buf *bytes.Buffer, np *nodePlan, gen uint64, run string, now time.Time, rc recovery) {
+	declHeader{Generation: gen, Run: run, Node: np.id.Name, NodeID: np.id.NodeID,
+		DeclaredAt: now, Prune: p.prune, RecoveryFrom: rc.from}.write(buf)
+	for _, e := range np.entries {
+		buf.WriteByte('\n')
+		buf.Write(e.toml)
+	}
+	for _, t := range rc.entries {
+		buf.WriteByte('\n')
+		buf.Write(t)
+	}
+}
+
+// recovery is one node's recovery copy, encoded.
+type recovery struct {
+	from    string
+	entries [][]byte
+}
+
+// recoveries returns the nodes' recovery copies (nil if there are none),
+// with each ledger entry encoded once for all the nodes that own the same
+// thing.
+func (p *plan) recoveries(o Options) []recovery {
+	if o.Recovery == nil {
+		return nil
+	}
+	r := make([]recovery, len(p.nodes))
+	encoded := map[ledger.Entry][]byte{}
+	for i, np := range p.nodes {
+		if rc, ok := o.Recovery(np.id.Name); ok && len(rc.Ledger) > 0 {
+			r[i] = encodeRecovery(rc, encoded)
+		}
+	}
+	return r
+}
+
+// encodeRecovery encodes a recovery copy, reusing the entries in encoded
+// and adding the new ones.
+func encodeRecovery(rc Recovery, encoded map[ledger.Entry][]byte) recovery {
+	n := recovery{from: rc.NodeID, entries: make([][]byte, len(rc.Ledger))}
+	for j, le := range rc.Ledger {
+		t, ok := encoded[le]
+		if !ok {
+			// A struct of strings and a bool always encodes.
+			t, _ = toml.Marshal(recoveryTable{Recovery: []ledger.Entry{le}})
+			encoded[le] = t
+		}
+		n.entries[j] = t
+	}
+	return n
+}
