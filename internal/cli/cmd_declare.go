@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -13,6 +14,7 @@ import (
 	"github.com/muster-tool/muster/internal/enrol"
 	"github.com/muster-tool/muster/internal/fault"
 	"github.com/muster-tool/muster/internal/mesh"
+	"github.com/muster-tool/muster/internal/report"
 )
 
 func init() {
@@ -194,8 +196,23 @@ func printDeclare(w io.Writer, r *declare.Result) {
 	}
 }
 
-// recoveryCopies gives declare the newest recovery copy per node.
-// TODO(report): wire the report cache's recovery copies here.
+// recoveryCopies gives declare the newest recovery copy per node, read
+// through the report cache (so a declare after a report reads only new
+// reports). Without it a declare still commits, with a warning: a host that
+// keeps its state needs no recovery copy.
 func recoveryCopies(env *Env, m *mesh.Mesh, reg *enrol.Registry) func(string) (declare.Recovery, bool) {
-	return nil
+	st, err := report.Load(env.Ctx, m, reg, report.Options{CacheDir: filepath.Join(m.Dir, "cache")})
+	if err != nil {
+		env.Warnf("recovery copies not available, bundles carry none this time: %v", err)
+		return nil
+	}
+	copies, err := st.RecoveryCopies()
+	if err != nil {
+		env.Warnf("recovery copies not available, bundles carry none this time: %v", err)
+		return nil
+	}
+	return func(name string) (declare.Recovery, bool) {
+		c, ok := copies[name]
+		return declare.Recovery{NodeID: c.NodeID, Ledger: c.Ledger}, ok
+	}
 }
