@@ -218,6 +218,12 @@ func (d *Dir) mkdirs(name string) error {
 // returns its path. The file is created read-only (less the umask):
 // objects are never modified.
 func (d *Dir) writeTemp(name string, data []byte) (string, error) {
+	return d.writeTempSync(name, data, true)
+}
+
+// writeTempSync is writeTemp that leaves the sync to the caller when sync
+// is false (PutMany syncs a whole batch at once).
+func (d *Dir) writeTempSync(name string, data []byte, sync bool) (string, error) {
 	var f *os.File
 	var tmp string
 	for {
@@ -232,7 +238,7 @@ func (d *Dir) writeTemp(name string, data []byte) (string, error) {
 		}
 	}
 	_, err := f.Write(data)
-	if err == nil {
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {

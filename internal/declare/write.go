@@ -47,8 +47,8 @@ func (p *plan) write(ctx context.Context, m *mesh.Mesh, gen uint64, o Options) (
 			return "", nil, fmt.Errorf("node %s: %w", np.id.Name, err)
 		}
 		return spool.DeclName(gen, run, np.id.NodeID), data, nil
-	}, func(name string, data []byte) error {
-		return m.Spool.Put(ctx, name, data)
+	}, func(objs []spool.Object) error {
+		return spool.PutMany(ctx, m.Spool, objs)
 	})
 	if err != nil {
 		return "", fmt.Errorf("write the declarations of generation %d: %w (nothing was committed)", gen, err)
@@ -75,21 +75,21 @@ func (p *plan) write(ctx context.Context, m *mesh.Mesh, gen uint64, o Options) (
 }
 
 // Sealing is CPU work and writing waits on the disk, so they run on
-// separate goroutines: as many sealers as CPUs, and enough writers that the
-// filesystem can fold their syncs into few journal commits.
-const writers = 32
+// separate goroutines: as many sealers as CPUs, and a few writers that put
+// the sealed bundles in batches, so that a directory spool makes a whole
+// batch durable with one sync instead of one per bundle.
+const (
+	writers   = 4
+	batchSize = 256
+)
 
 // pipeline makes objects 0..n-1 with object on a few goroutines and puts
-// each with put on others. It returns the first error; after it, no new
-// work starts.
-func pipeline(ctx context.Context, n int, object func(i int) (string, []byte, error), put func(name string, data []byte) error) error {
+// them in batches with put on others. It returns the first error; after
+// it, no new work starts.
+func pipeline(ctx context.Context, n int, object func(i int) (string, []byte, error), put func(objs []spool.Object) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type named struct {
-		name string
-		data []byte
-	}
-	objects := make(chan named, 2*writers)
+	objects := make(chan spool.Object, 2*batchSize)
 	var (
 		mu    sync.Mutex
 		first error
@@ -107,14 +107,25 @@ func pipeline(ctx context.Context, n int, object func(i int) (string, []byte, er
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			batch := make([]spool.Object, 0, batchSize)
+			flush := func() {
+				if len(batch) > 0 && ctx.Err() == nil {
+					if err := put(batch); err != nil {
+						fail(err)
+					}
+				}
+				batch = batch[:0]
+			}
 			for o := range objects {
 				if ctx.Err() != nil {
 					continue // drain, so the sealers never block
 				}
-				if err := put(o.name, o.data); err != nil {
-					fail(err)
+				batch = append(batch, o)
+				if len(batch) == batchSize {
+					flush()
 				}
 			}
+			flush()
 		}()
 	}
 	err := workpool.Run(ctx, n, runtime.GOMAXPROCS(0), func(i int) error {
@@ -123,7 +134,7 @@ func pipeline(ctx context.Context, n int, object func(i int) (string, []byte, er
 			return err
 		}
 		select {
-		case objects <- named{name, data}:
+		case objects <- spool.Object{Name: name, Data: data}:
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()

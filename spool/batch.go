@@ -1,0 +1,130 @@
+package spool
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/muster-tool/muster/internal/atomicfile"
+)
+
+// Object is a name and its bytes, for PutMany.
+type Object struct {
+	Name string
+	Data []byte
+}
+
+// batchPutter is implemented by backends that write many objects more
+// cheaply together than one by one.
+type batchPutter interface {
+	putMany(ctx context.Context, objs []Object) error
+}
+
+// PutMany puts every object with Put's guarantees, each object on its own
+// (create-if-absent, atomic, same bytes a no-op, different bytes
+// ErrConflict). Backends that can, make the whole batch durable with one
+// sync instead of one per object. It stops at the first error; objects
+// before it may have been written.
+func PutMany(ctx context.Context, sp Spool, objs []Object) error {
+	if b, ok := sp.(batchPutter); ok {
+		return b.putMany(ctx, objs)
+	}
+	for _, o := range objs {
+		if err := sp.Put(ctx, o.Name, o.Data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// putMany writes every temp file unsynced, makes them all durable with one
+// syncfs(2) of the spool's filesystem (or an fsync per file where syncfs
+// fails), links each under its name exactly as Put does, and syncs each
+// directory that gained a name once. A crash at any point leaves each object
+// absent or whole, as with Put.
+func (d *Dir) putMany(ctx context.Context, objs []Object) error {
+	type pending struct {
+		name, target, tmp string
+		data              []byte
+	}
+	var todo []pending
+	defer func() {
+		for _, p := range todo {
+			os.Remove(p.tmp)
+		}
+	}()
+	for _, o := range objs {
+		if err := ValidName(o.Name); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		target := d.file(o.Name)
+		if err := d.compare(o.Name, target, o.Data); !errors.Is(err, errAbsent) {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if err := d.mkdirs(o.Name); err != nil {
+			return err
+		}
+		tmp, err := d.writeTempSync(o.Name, o.Data, false)
+		if err != nil {
+			return err
+		}
+		todo = append(todo, pending{o.Name, target, tmp, o.Data})
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	if err := d.syncfs(); err != nil {
+		for _, p := range todo {
+			if err := fsyncFile(p.tmp); err != nil {
+				return d.fail("put", p.name, err)
+			}
+		}
+	}
+	dirs := map[string]bool{}
+	for _, p := range todo {
+		if err := d.place(p.tmp, p.target); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				if err := d.compare(p.name, p.target, p.data); err != nil {
+					return err
+				}
+				continue
+			}
+			return d.fail("put", p.name, err)
+		}
+		dirs[filepath.Dir(p.target)] = true
+	}
+	for dir := range dirs {
+		if err := atomicfile.SyncDir(dir); err != nil {
+			return d.fail("put", dir, err)
+		}
+	}
+	return nil
+}
+
+func (d *Dir) syncfs() error {
+	f, err := os.Open(d.root)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return unix.Syncfs(int(f.Fd()))
+}
+
+func fsyncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
