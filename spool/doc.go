@@ -57,7 +57,8 @@
 //	manifest/<generation>/<runid>         what one declare run wrote; sealed to the mesh
 //	commit/<generation>                   the commit of a generation, naming its run id; signed, public
 //	report/<nodeid>/<generation>-<seq>    a node's reports; sealed to the mesh
-//	repo/...                              package repository files (not yet used)
+//	repo/index/<seq>                      the mesh's package repository index; signed, public
+//	repo/pool/<name>/<version>_<arch>.deb a package, as a signed bundle; public
 //
 // enrol/admit/<tokenid> being create-if-absent is what makes a token
 // single-use. A declare run writes every node's decl/ object under its own
