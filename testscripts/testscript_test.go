@@ -13,6 +13,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/muster-tool/muster/internal/cli"
+	"github.com/muster-tool/muster/internal/testutil/s3server"
 )
 
 func TestMain(m *testing.M) {
@@ -24,14 +25,35 @@ func TestMain(m *testing.M) {
 }
 
 func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{
-		Dir:                 ".",
+	testscript.Run(t, params(".", nil))
+}
+
+// TestScriptsS3 runs the scenarios in s3/ against a real S3 server on
+// loopback: each script gets a fresh bucket, named in $S3SPOOL.
+func TestScriptsS3(t *testing.T) {
+	srv := s3server.Start(t)
+	srv.SetEnv(t)
+	testscript.Run(t, params("s3", func(env *testscript.Env) error {
+		env.Setenv("S3SPOOL", srv.BucketURL(srv.NewBucket(), "spool"))
+		for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SHARED_CREDENTIALS_FILE"} {
+			env.Setenv(k, os.Getenv(k))
+		}
+		return nil
+	}))
+}
+
+func params(dir string, setup func(*testscript.Env) error) testscript.Params {
+	return testscript.Params{
+		Dir:                 dir,
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Setup: func(env *testscript.Env) error {
 			// Nothing from the caller's environment may steer muster.
 			env.Setenv("MUSTER_SPOOL", "")
 			env.Setenv("MUSTER_MESH", "")
+			if setup != nil {
+				return setup(env)
+			}
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -58,5 +80,5 @@ func TestScripts(t *testing.T) {
 				}
 			},
 		},
-	})
+	}
 }
