@@ -146,21 +146,13 @@ func cmdBriefShow() *Command {
 				if err := needArgs(args, 1, 1, "node NAME"); err != nil {
 					return err
 				}
-				m, err := openMesh(env)
-				if err != nil {
-					return err
-				}
-				reg, err := admitPending(env, m)
+				_, reg, briefs, err := openFleet(env)
 				if err != nil {
 					return err
 				}
 				id := reg.Enrolled(args[0])
 				if id == nil {
 					return fault.WithHint(fmt.Errorf("node %s is not enrolled", args[0]), "see: muster enrol list")
-				}
-				briefs, _, err := reg.Briefings(env.Ctx, m)
-				if err != nil {
-					return err
 				}
 				b := briefs[id.NodeID]
 				if b == nil {
@@ -188,20 +180,9 @@ func cmdBriefList() *Command {
 				if err := needArgs(args, 0, 0, ""); err != nil {
 					return err
 				}
-				m, err := openMesh(env)
+				_, reg, briefs, err := openFleet(env)
 				if err != nil {
 					return err
-				}
-				reg, err := admitPending(env, m)
-				if err != nil {
-					return err
-				}
-				briefs, refused, err := reg.Briefings(env.Ctx, m)
-				if err != nil {
-					return err
-				}
-				for _, r := range refused {
-					env.Warnf("%s", r)
 				}
 				type row struct {
 					Name        string         `json:"name"`

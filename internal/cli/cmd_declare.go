@@ -93,12 +93,9 @@ generate-config | muster declare --json -`,
 				if err != nil {
 					return err
 				}
-				briefs, refused, err := reg.Briefings(env.Ctx, m)
+				briefs, err := newestBriefings(env, m, reg)
 				if err != nil {
 					return err
-				}
-				for _, r := range refused {
-					env.Warnf("%s", r)
 				}
 				res, err := declare.Declare(env.Ctx, m, reg, briefs, decl, declare.Options{
 					DryRun: *dryRun, Now: env.Now(), Recovery: recoveryCopies(env, m, reg),

@@ -222,20 +222,9 @@ with dates. Pending join requests are admitted first.
 				if *table && *asJSON {
 					return fault.Usagef("--table and --json exclude each other")
 				}
-				m, err := openMesh(env)
+				_, reg, briefs, err := openFleet(env)
 				if err != nil {
 					return err
-				}
-				reg, err := admitPending(env, m)
-				if err != nil {
-					return err
-				}
-				briefs, refused, err := reg.Briefings(env.Ctx, m)
-				if err != nil {
-					return err
-				}
-				for _, r := range refused {
-					env.Warnf("%s", r)
 				}
 				var nodes []listNode
 				for _, name := range reg.Names() {

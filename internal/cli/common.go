@@ -12,6 +12,7 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 	"golang.org/x/term"
 
+	"github.com/muster-tool/muster/internal/brief"
 	"github.com/muster-tool/muster/internal/enrol"
 	"github.com/muster-tool/muster/internal/host"
 	"github.com/muster-tool/muster/internal/mesh"
@@ -134,4 +135,35 @@ func labelsString(l map[string]string) string {
 		parts = append(parts, k+"="+l[k])
 	}
 	return strings.Join(parts, ",")
+}
+
+// newestBriefings reads each trusted node's newest briefing and warns about
+// briefings refused because their identity was revoked.
+func newestBriefings(env *Env, m *mesh.Mesh, reg *enrol.Registry) (map[string]*brief.Briefing, error) {
+	briefs, refused, err := reg.Briefings(env.Ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range refused {
+		env.Warnf("%s", r)
+	}
+	return briefs, nil
+}
+
+// openFleet is what most mesh commands start with: the mesh, its registry
+// with pending join requests admitted, and every node's newest briefing.
+func openFleet(env *Env) (*mesh.Mesh, *enrol.Registry, map[string]*brief.Briefing, error) {
+	m, err := openMesh(env)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	reg, err := admitPending(env, m)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	briefs, err := newestBriefings(env, m, reg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return m, reg, briefs, nil
 }
