@@ -273,9 +273,9 @@ func printList(w io.Writer, nodes []listNode, table, asJSON bool, now time.Time)
 			for _, r := range n.Revoked {
 				rev = append(rev, shortID(r.NodeID)+" "+r.RevokedAt.UTC().Format("2006-01-02"))
 			}
-			rows = append(rows, []string{n.Name, shortID(n.NodeID), enrolled, labelsString(n.Labels), status, strings.Join(rev, "\n")})
+			rows = append(rows, []string{n.Name, shortID(n.NodeID), enrolled, labelsString(n.Labels), strings.Join(rev, "\n"), status})
 		}
-		return renderTable(w, []string{"NODE", "IDENTITY", "ENROLLED", "LABELS", "ELIGIBILITY", "REVOKED"}, rows)
+		return renderTable(w, []string{"NODE", "IDENTITY", "ENROLLED", "LABELS", "REVOKED", "ELIGIBILITY"}, rows)
 	}
 	if len(nodes) == 0 {
 		fmt.Fprintln(w, "no nodes enrolled")

@@ -333,7 +333,6 @@ func reportSummary(w io.Writer, v *report.View, all bool, now time.Time) {
 
 // The table's columns are sized here, so that with tablewriter's borders
 // and padding (3 columns of it per column, plus 1) it fits in 80 columns.
-const tableWidth = 80
 
 func reportTable(w io.Writer, v *report.View, all bool, now time.Time) error {
 	fmt.Fprintln(w, totalsLine(v, now))

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 	"golang.org/x/term"
 
 	"github.com/muster-tool/muster/internal/brief"
@@ -76,20 +74,38 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// renderTable draws a table for people.
+// tableWidth is the width of every --table: readable in 80 columns.
+const tableWidth = 80
+
+// renderTable draws a table for people, in tableWidth columns: the last
+// column, where the long text goes, is wrapped to what the others leave.
 func renderTable(w io.Writer, header []string, rows [][]string) error {
-	t := tablewriter.NewTable(w,
-		tablewriter.WithHeader(header),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithRowAutoWrap(tw.WrapNormal),
-		tablewriter.WithMaxWidth(80),
-	)
+	widths := make([]int, len(header))
+	for i, h := range header {
+		widths[i] = len(h)
+	}
 	for _, r := range rows {
-		if err := t.Append(r); err != nil {
-			return err
+		for i, c := range r[:len(r)-1] {
+			for _, l := range strings.Split(c, "\n") {
+				widths[i] = max(widths[i], len(l))
+			}
 		}
 	}
-	return t.Render()
+	last := tableWidth - 1 - 3*len(header)
+	for _, wd := range widths[:len(widths)-1] {
+		last -= wd
+	}
+	last = max(last, 16)
+	fitted := make([][]string, len(rows))
+	for i, r := range rows {
+		fitted[i] = append([]string(nil), r...)
+		var parts []string
+		for _, l := range strings.Split(r[len(r)-1], "\n") {
+			parts = append(parts, wrap(l, last))
+		}
+		fitted[i][len(r)-1] = strings.Join(parts, "\n")
+	}
+	return fittedTable(w, header, fitted)
 }
 
 // isTerminal reports whether w is a terminal.
