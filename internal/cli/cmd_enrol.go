@@ -263,7 +263,7 @@ func printList(w io.Writer, nodes []listNode, table, asJSON bool, now time.Time)
 		for _, n := range nodes {
 			enrolled := ""
 			if n.EnrolledAt != nil {
-				enrolled = n.EnrolledAt.UTC().Format("2006-01-02 15:04")
+				enrolled = n.EnrolledAt.UTC().Format("2006-01-02")
 			}
 			status := n.Eligibility
 			for _, l := range n.FailedLines {
@@ -271,9 +271,9 @@ func printList(w io.Writer, nodes []listNode, table, asJSON bool, now time.Time)
 			}
 			var rev []string
 			for _, r := range n.Revoked {
-				rev = append(rev, shortID(r.NodeID)+" "+r.RevokedAt.UTC().Format("2006-01-02"))
+				rev = append(rev, shortID(r.NodeID)+"\n"+r.RevokedAt.UTC().Format("2006-01-02"))
 			}
-			rows = append(rows, []string{n.Name, shortID(n.NodeID), enrolled, labelsString(n.Labels), strings.Join(rev, "\n"), status})
+			rows = append(rows, []string{n.Name, shortID(n.NodeID), enrolled, strings.ReplaceAll(labelsString(n.Labels), ",", "\n"), strings.Join(rev, "\n"), status})
 		}
 		return renderTable(w, []string{"NODE", "IDENTITY", "ENROLLED", "LABELS", "REVOKED", "ELIGIBILITY"}, rows)
 	}

@@ -95,7 +95,7 @@ func renderTable(w io.Writer, header []string, rows [][]string) error {
 	for _, wd := range widths[:len(widths)-1] {
 		last -= wd
 	}
-	last = max(last, 16)
+	last = max(last, 10)
 	fitted := make([][]string, len(rows))
 	for i, r := range rows {
 		fitted[i] = append([]string(nil), r...)
