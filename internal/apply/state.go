@@ -1,7 +1,6 @@
 package apply
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,7 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/BurntSushi/toml"
+	"github.com/muster-tool/muster/internal/tomlfile"
 
 	"github.com/muster-tool/muster/internal/atomicfile"
 	"github.com/muster-tool/muster/internal/fault"
@@ -69,10 +68,7 @@ func loadState(dir string) (*State, bool, error) {
 		return nil, false, err
 	}
 	var s State
-	md, err := toml.Decode(string(data), &s)
-	if err == nil && len(md.Undecoded()) > 0 {
-		err = fmt.Errorf("unknown key %q", md.Undecoded()[0].String())
-	}
+	err = tomlfile.Decode(data, &s)
 	if err == nil && s.Version != stateVersion {
 		err = fmt.Errorf("unknown version %d", s.Version)
 	}
@@ -84,12 +80,11 @@ func loadState(dir string) (*State, bool, error) {
 
 func saveState(dir string, s *State) error {
 	s.Version = stateVersion
-	var buf bytes.Buffer
-	buf.WriteString("# muster host state: written by muster apply; see muster-apply(1)\n")
-	if err := toml.NewEncoder(&buf).Encode(s); err != nil {
+	data, err := tomlfile.Encode("# muster host state: written by muster apply; see muster-apply(1)", s)
+	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(dir, stateFile), buf.Bytes(), 0o600)
+	return atomicfile.WriteFile(filepath.Join(dir, stateFile), data, 0o600)
 }
 
 // The ledger is a text file of one line per owned resource, read on every

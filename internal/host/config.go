@@ -5,14 +5,13 @@
 package host
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 
-	"github.com/BurntSushi/toml"
+	"github.com/muster-tool/muster/internal/tomlfile"
 
 	"github.com/muster-tool/muster/internal/atomicfile"
 	"github.com/muster-tool/muster/internal/fault"
@@ -97,16 +96,8 @@ func ReadConfig(path string) (*Config, error) {
 		return nil, err
 	}
 	var c Config
-	md, err := toml.Decode(string(data), &c)
-	if err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("%s:%d: %s", path, pe.Position.Line, pe.Message)
-		}
-		return nil, fmt.Errorf("%s: %v", path, err)
-	}
-	if und := md.Undecoded(); len(und) > 0 {
-		return nil, fmt.Errorf("%s: unknown key %q", path, und[0].String())
+	if err := tomlfile.Decode(data, &c); err != nil {
+		return nil, tomlfile.In(path, err)
 	}
 	if c.Brief.MinFreeStateMB < 0 || c.Brief.MinFreeRootMB < 0 {
 		return nil, fmt.Errorf("%s: [brief] thresholds cannot be negative", path)
@@ -116,15 +107,14 @@ func ReadConfig(path string) (*Config, error) {
 
 // WriteConfig writes the host config atomically.
 func WriteConfig(path string, c *Config) error {
-	var buf bytes.Buffer
-	buf.WriteString("# muster host config, written by muster enrol join; see muster-config(5)\n")
-	if err := toml.NewEncoder(&buf).Encode(c); err != nil {
+	data, err := tomlfile.Encode("# muster host config, written by muster enrol join; see muster-config(5)", c)
+	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(path, buf.Bytes(), 0o644)
+	return atomicfile.WriteFile(path, data, 0o644)
 }
 
 // Identity is what a host holds in its state directory: its key pair, its
@@ -158,11 +148,11 @@ func WriteIdentity(state string, pair *keys.Pair, mesh keys.Public) error {
 	if err := keys.Write(state, "host", pair); err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	if err := toml.NewEncoder(&buf).Encode(pinned{Mesh: mesh}); err != nil {
+	data, err := tomlfile.Encode("", pinned{Mesh: mesh})
+	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(state, pinnedFile), buf.Bytes(), 0o600)
+	return atomicfile.WriteFile(filepath.Join(state, pinnedFile), data, 0o600)
 }
 
 // HasIdentity reports whether the state directory already holds a host
@@ -235,12 +225,12 @@ func LoadIdentity(c *Config) (*Identity, error) {
 	}
 	path := filepath.Join(c.State, pinnedFile)
 	var p pinned
-	md, err := toml.DecodeFile(path, &p)
+	data, err := os.ReadFile(path)
+	if err == nil {
+		err = tomlfile.Decode(data, &p)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("pinned mesh keys %s: %v", path, err)
-	}
-	if len(md.Undecoded()) > 0 {
-		return nil, fmt.Errorf("pinned mesh keys %s: unknown key %q", path, md.Undecoded()[0].String())
 	}
 	if err := p.Mesh.Check(); err != nil {
 		return nil, fmt.Errorf("pinned mesh keys %s: %v", path, err)

@@ -6,7 +6,6 @@
 package mesh
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -16,7 +15,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/BurntSushi/toml"
+	"github.com/muster-tool/muster/internal/tomlfile"
 
 	"github.com/muster-tool/muster/internal/atomicfile"
 	"github.com/muster-tool/muster/internal/bundle"
@@ -104,7 +103,7 @@ func Init(ctx context.Context, dir, location string, now time.Time) (*Mesh, erro
 	}
 	now = now.UTC().Truncate(time.Second)
 	cfg := Config{Spool: location, Keys: pair.Public(), Created: now}
-	b, err := tomlBytes(cfg)
+	b, err := tomlfile.Encode("# muster mesh: the spool and public keys of this mesh; see muster-init(1)", cfg)
 	if err == nil {
 		err = atomicfile.WriteFile(filepath.Join(dir, configName), b, 0o600)
 	}
@@ -136,12 +135,12 @@ func Open(ctx context.Context, dir, location string) (*Mesh, error) {
 	}
 	var cfg Config
 	path := filepath.Join(dir, configName)
-	md, err := toml.DecodeFile(path, &cfg)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+	data, err := os.ReadFile(path)
+	if err == nil {
+		err = tomlfile.In(path, tomlfile.Decode(data, &cfg))
 	}
-	if und := md.Undecoded(); len(und) > 0 {
-		return nil, fmt.Errorf("%s: unknown key %q", path, und[0].String())
+	if err != nil {
+		return nil, err
 	}
 	if location == "" {
 		location = cfg.Spool
@@ -193,14 +192,6 @@ func FetchPublished(ctx context.Context, sp spool.Spool, pinned keys.Public) (*P
 		return nil, fault.New(fault.Refused, fmt.Errorf("spool %s: mesh keys not signed by the pinned mesh key: %w", sp, err))
 	}
 	return &pub, nil
-}
-
-func tomlBytes(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := toml.NewEncoder(&buf).Encode(v); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }
 
 // VerifyPublished checks the bytes of a mesh/keys object against a pinned

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/BurntSushi/toml"
+	"github.com/muster-tool/muster/internal/tomlfile"
 
 	"github.com/muster-tool/muster/internal/atomicfile"
 )
@@ -127,10 +127,7 @@ func readRollback(state string) (*rollback, error) {
 		return nil, err
 	}
 	var r rollback
-	md, err := toml.Decode(string(data), &r)
-	if err == nil && len(md.Undecoded()) > 0 {
-		err = fmt.Errorf("unknown key %q", md.Undecoded()[0].String())
-	}
+	err = tomlfile.Decode(data, &r)
 	if err == nil && (r.FailedVersion == "" || r.RestoredVersion == "") {
 		err = errors.New("failed_version or restored_version missing")
 	}
