@@ -68,13 +68,7 @@ muster enrol issue web-1 --reenrol`,
 					}
 					lm[k] = v
 				}
-				m, err := openMesh(env)
-				if err != nil {
-					return err
-				}
-				// Admit first, so a host that joined but is not
-				// admitted yet counts as enrolled.
-				reg, err := admitPending(env, m)
+				m, reg, err := openAdmitted(env)
 				if err != nil {
 					return err
 				}
@@ -158,11 +152,7 @@ back, issue it a new token.`,
 				if err := needArgs(args, 1, 1, "node NAME"); err != nil {
 					return err
 				}
-				m, err := openMesh(env)
-				if err != nil {
-					return err
-				}
-				reg, err := admitPending(env, m)
+				m, reg, err := openAdmitted(env)
 				if err != nil {
 					return err
 				}

@@ -98,11 +98,7 @@ muster report --history --table`,
 					return err
 				}
 				tuneGCForReading()
-				m, err := openMesh(env)
-				if err != nil {
-					return err
-				}
-				reg, err := admitPending(env, m)
+				m, reg, err := openAdmitted(env)
 				if err != nil {
 					return err
 				}

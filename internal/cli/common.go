@@ -166,14 +166,24 @@ func newestBriefings(env *Env, m *mesh.Mesh, reg *enrol.Registry) (map[string]*b
 	return briefs, nil
 }
 
+// openAdmitted opens the mesh and its registry with pending join requests
+// admitted: a host that joined counts as enrolled.
+func openAdmitted(env *Env) (*mesh.Mesh, *enrol.Registry, error) {
+	m, err := openMesh(env)
+	if err != nil {
+		return nil, nil, err
+	}
+	reg, err := admitPending(env, m)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, reg, nil
+}
+
 // openFleet is what most mesh commands start with: the mesh, its registry
 // with pending join requests admitted, and every node's newest briefing.
 func openFleet(env *Env) (*mesh.Mesh, *enrol.Registry, map[string]*brief.Briefing, error) {
-	m, err := openMesh(env)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	reg, err := admitPending(env, m)
+	m, reg, err := openAdmitted(env)
 	if err != nil {
 		return nil, nil, nil, err
 	}
