@@ -62,7 +62,7 @@ func seal(payload []byte, c Context, signer ed25519.PrivateKey, recipients []age
 	}
 	var body bytes.Buffer
 	body.Grow(len(rec) + 256*len(recipients) + 128)
-	w, err := age.Encrypt(&body, recipients...)
+	w, err := age.Encrypt(&body, fastRecipients(recipients)...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encrypting: %w", subj, err)
 	}
@@ -174,7 +174,7 @@ func open(data []byte, c Context, identity age.Identity, expect ed25519.PublicKe
 	}
 	// DecryptReaderAt authenticates the final chunk, so the plaintext
 	// size it returns is the one the writer produced.
-	r, size, err := age.DecryptReaderAt(bytes.NewReader(body), int64(len(body)), identity)
+	r, size, err := age.DecryptReaderAt(bytes.NewReader(body), int64(len(body)), fastIdentity(identity))
 	if err != nil {
 		if nim := (*age.NoIdentityMatchError)(nil); errors.As(err, &nim) {
 			return nil, nil, refuse(subj, ErrWrongRecipient, "no recipient stanza opens with this identity (stanzas: %d); it is encrypted to other keys, or damaged", ai.recipients)
