@@ -1,14 +1,12 @@
 package apply
 
 import (
-	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/ed25519"
 	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/gob"
 	"errors"
 	"fmt"
 	"os"
@@ -34,12 +32,8 @@ import (
 // tampered with, is a miss; it is not fsynced for that reason.
 const (
 	cacheFile    = "declaration.cache"
-	cacheVersion = "muster declaration cache v1"
+	cacheVersion = "muster declaration cache v2"
 )
-
-type cacheDoc struct {
-	Declaration generation.NodeDeclaration
-}
 
 func cacheKey(sign ed25519.PrivateKey) ([]byte, error) {
 	return hkdf.Key(sha256.New, sign.Seed(), nil, cacheVersion, 32)
@@ -78,29 +72,26 @@ func loadCachedDeclaration(dir string, sign ed25519.PrivateKey, name string, sum
 	if err != nil {
 		return nil, false
 	}
-	var doc cacheDoc
-	if err := gob.NewDecoder(bytes.NewReader(plain)).Decode(&doc); err != nil {
+	nd, err := decodeCachedDeclaration(plain)
+	if err != nil {
 		return nil, false
 	}
-	return &doc.Declaration, true
+	return nd, true
 }
 
 // saveCachedDeclaration replaces the cache; errors are returned for tests
 // but a run goes on without a cache.
 func saveCachedDeclaration(dir string, sign ed25519.PrivateKey, name string, sum [32]byte, version string, nd *generation.NodeDeclaration) error {
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(cacheDoc{Declaration: *nd}); err != nil {
-		return err
-	}
+	plain := encodeCachedDeclaration(nd)
 	aead, err := cacheAEAD(sign)
 	if err != nil {
 		return err
 	}
-	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+buf.Len()+aead.Overhead())
+	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(plain)+aead.Overhead())
 	if _, err := rand.Read(nonce); err != nil {
 		return err
 	}
-	sealed := aead.Seal(nonce, nonce, buf.Bytes(), cacheAD(name, sum, version))
+	sealed := aead.Seal(nonce, nonce, plain, cacheAD(name, sum, version))
 	tmp, err := os.CreateTemp(dir, atomicfile.TempPrefix+cacheFile+"-*")
 	if err != nil {
 		return err

@@ -28,6 +28,7 @@ func codecs() (small, large *zstd.Encoder, dec *zstd.Decoder, err error) {
 			zstd.WithWindowSize(MaxWindow),
 			zstd.WithEncoderCRC(true),
 			zstd.WithZeroFrames(true),
+			zstd.WithLowerEncoderMem(true),
 		}
 		// A single-segment frame always declares its content size, even
 		// below 256 bytes where a windowed frame leaves it out. Above the

@@ -1,0 +1,218 @@
+package apply
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/muster-tool/muster/internal/generation"
+	"github.com/muster-tool/muster/internal/ledger"
+	"github.com/muster-tool/muster/internal/resource"
+)
+
+// The declaration cache holds a NodeDeclaration in a plain binary layout
+// written field by field: a timer-started apply is a fresh process, and a
+// reflective codec (gob) pays for compiling its type information on every
+// run, which cost more than observing a thousand files. Integers are
+// uvarints, strings are a length and the bytes, an optional bool is 0 (nil),
+// 1 (false) or 2 (true). The layout is private to this file and versioned
+// by cacheVersion; a cache that does not decode is a miss.
+// TestCacheCodecCoversEveryField fails when a field is added to one of the
+// types without being added here.
+
+type cacheEncoder struct{ b []byte }
+
+func (e *cacheEncoder) uint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
+func (e *cacheEncoder) int(v int64)   { e.b = binary.AppendVarint(e.b, v) }
+func (e *cacheEncoder) str(s string)  { e.uint(uint64(len(s))); e.b = append(e.b, s...) }
+func (e *cacheEncoder) bool(v bool) {
+	if v {
+		e.uint(1)
+	} else {
+		e.uint(0)
+	}
+}
+func (e *cacheEncoder) optBool(p *bool) {
+	switch {
+	case p == nil:
+		e.uint(0)
+	case !*p:
+		e.uint(1)
+	default:
+		e.uint(2)
+	}
+}
+
+func encodeCachedDeclaration(nd *generation.NodeDeclaration) []byte {
+	e := &cacheEncoder{b: make([]byte, 0, 4096)}
+	e.int(int64(nd.Version))
+	e.uint(nd.Generation)
+	e.str(nd.Run)
+	e.str(nd.Node)
+	e.str(nd.NodeID)
+	t, _ := nd.DeclaredAt.MarshalBinary()
+	e.str(string(t))
+	e.bool(nd.Prune)
+	e.uint(uint64(len(nd.Resources)))
+	for i := range nd.Resources {
+		s := &nd.Resources[i]
+		e.str(string(s.Kind))
+		e.str(s.Path)
+		e.str(s.Name)
+		e.str(s.State)
+		e.str(s.Content)
+		e.bool(s.Secret)
+		e.str(s.Mode)
+		e.str(s.Owner)
+		e.str(s.Group)
+		e.str(s.Target)
+		e.str(s.Version)
+		e.optBool(s.Enabled)
+		e.optBool(s.Running)
+		e.uint(uint64(len(s.RestartOn)))
+		for _, p := range s.RestartOn {
+			e.str(p)
+		}
+		e.int(int64(s.Order))
+	}
+	e.uint(uint64(len(nd.Recovery)))
+	for _, r := range nd.Recovery {
+		e.str(r.ID)
+		e.str(string(r.Kind))
+		e.str(r.Path)
+		e.str(r.Name)
+		e.str(r.Digest)
+		e.bool(r.Created)
+	}
+	e.str(nd.RecoveryFrom)
+	return e.b
+}
+
+var errCacheShort = errors.New("declaration cache is cut short")
+
+type cacheDecoder struct {
+	b   []byte
+	err error
+}
+
+func (d *cacheDecoder) uint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *cacheDecoder) int() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *cacheDecoder) fail() {
+	if d.err == nil {
+		d.err = errCacheShort
+	}
+	d.b = nil
+}
+
+func (d *cacheDecoder) str() string {
+	n := d.uint()
+	if n > uint64(len(d.b)) {
+		d.fail()
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+func (d *cacheDecoder) bool() bool { return d.uint() == 1 }
+
+func (d *cacheDecoder) optBool() *bool {
+	switch d.uint() {
+	case 0:
+		return nil
+	case 1:
+		v := false
+		return &v
+	}
+	v := true
+	return &v
+}
+
+// count reads a slice length, bounded by what is left so a damaged length
+// cannot make a huge allocation.
+func (d *cacheDecoder) count() int {
+	n := d.uint()
+	if n > uint64(len(d.b)) {
+		d.fail()
+		return 0
+	}
+	return int(n)
+}
+
+func decodeCachedDeclaration(b []byte) (*generation.NodeDeclaration, error) {
+	d := &cacheDecoder{b: b}
+	nd := &generation.NodeDeclaration{}
+	nd.Version = int(d.int())
+	nd.Generation = d.uint()
+	nd.Run = d.str()
+	nd.Node = d.str()
+	nd.NodeID = d.str()
+	if err := nd.DeclaredAt.UnmarshalBinary([]byte(d.str())); err != nil && d.err == nil {
+		d.err = err
+	}
+	nd.Prune = d.bool()
+	if n := d.count(); n > 0 {
+		nd.Resources = make([]resource.Spec, n)
+		for i := range nd.Resources {
+			s := &nd.Resources[i]
+			s.Kind = resource.Kind(d.str())
+			s.Path = d.str()
+			s.Name = d.str()
+			s.State = d.str()
+			s.Content = d.str()
+			s.Secret = d.bool()
+			s.Mode = d.str()
+			s.Owner = d.str()
+			s.Group = d.str()
+			s.Target = d.str()
+			s.Version = d.str()
+			s.Enabled = d.optBool()
+			s.Running = d.optBool()
+			if m := d.count(); m > 0 {
+				s.RestartOn = make([]string, m)
+				for j := range s.RestartOn {
+					s.RestartOn[j] = d.str()
+				}
+			}
+			s.Order = int(d.int())
+		}
+	}
+	if n := d.count(); n > 0 {
+		nd.Recovery = make([]ledger.Entry, n)
+		for i := range nd.Recovery {
+			r := &nd.Recovery[i]
+			r.ID = d.str()
+			r.Kind = resource.Kind(d.str())
+			r.Path = d.str()
+			r.Name = d.str()
+			r.Digest = d.str()
+			r.Created = d.bool()
+		}
+	}
+	nd.RecoveryFrom = d.str()
+	if d.err != nil {
+		return nil, d.err
+	}
+	if len(d.b) != 0 {
+		return nil, errors.New("declaration cache has trailing bytes")
+	}
+	return nd, nil
+}
