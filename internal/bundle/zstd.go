@@ -24,7 +24,7 @@ const maxBlock = 128 << 10
 func codecs() (small, large *zstd.Encoder, dec *zstd.Decoder, err error) {
 	codecOnce.Do(func() {
 		opts := []zstd.EOption{
-			zstd.WithEncoderLevel(zstd.SpeedDefault),
+			zstd.WithEncoderLevel(zstd.SpeedFastest),
 			zstd.WithWindowSize(MaxWindow),
 			zstd.WithEncoderCRC(true),
 			zstd.WithZeroFrames(true),
