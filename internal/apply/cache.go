@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"unsafe"
 
 	"github.com/muster-tool/muster/internal/atomicfile"
 	"github.com/muster-tool/muster/internal/generation"
@@ -68,11 +69,16 @@ func loadCachedDeclaration(dir string, sign ed25519.PrivateKey, name string, sum
 	if err != nil || len(data) < aead.NonceSize() {
 		return nil, false
 	}
-	plain, err := aead.Open(nil, data[:aead.NonceSize()], data[aead.NonceSize():], cacheAD(name, sum, version))
-	if err != nil {
+	// Decrypted in place, and the declaration's strings point into the
+	// plaintext, so a thousand files' content is in memory once: every
+	// page a fresh process touches costs it a fault.
+	ct := data[aead.NonceSize():]
+	plain, err := aead.Open(ct[:0], data[:aead.NonceSize()], ct, cacheAD(name, sum, version))
+	if err != nil || len(plain) == 0 {
 		return nil, false
 	}
-	nd, err := decodeCachedDeclaration(plain)
+	// plain is never written again and nothing else refers to it.
+	nd, err := decodeCachedDeclaration(unsafe.String(&plain[0], len(plain)))
 	if err != nil {
 		return nil, false
 	}

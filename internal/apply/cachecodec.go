@@ -90,45 +90,45 @@ func encodeCachedDeclaration(nd *generation.NodeDeclaration) []byte {
 var errCacheShort = errors.New("declaration cache is cut short")
 
 type cacheDecoder struct {
-	b   []byte
+	s   string
 	err error
 }
 
 func (d *cacheDecoder) uint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail()
-		return 0
+	var v uint64
+	for i := 0; i < len(d.s) && i < binary.MaxVarintLen64; i++ {
+		c := d.s[i]
+		v |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			d.s = d.s[i+1:]
+			return v
+		}
 	}
-	d.b = d.b[n:]
-	return v
+	d.fail()
+	return 0
 }
 
 func (d *cacheDecoder) int() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
+	u := d.uint()
+	return int64(u>>1) ^ -int64(u&1)
 }
 
 func (d *cacheDecoder) fail() {
 	if d.err == nil {
 		d.err = errCacheShort
 	}
-	d.b = nil
+	d.s = ""
 }
 
+// str returns the next string as a slice of the input: no copy.
 func (d *cacheDecoder) str() string {
 	n := d.uint()
-	if n > uint64(len(d.b)) {
+	if n > uint64(len(d.s)) {
 		d.fail()
 		return ""
 	}
-	s := string(d.b[:n])
-	d.b = d.b[n:]
+	s := d.s[:n]
+	d.s = d.s[n:]
 	return s
 }
 
@@ -150,15 +150,17 @@ func (d *cacheDecoder) optBool() *bool {
 // cannot make a huge allocation.
 func (d *cacheDecoder) count() int {
 	n := d.uint()
-	if n > uint64(len(d.b)) {
+	if n > uint64(len(d.s)) {
 		d.fail()
 		return 0
 	}
 	return int(n)
 }
 
-func decodeCachedDeclaration(b []byte) (*generation.NodeDeclaration, error) {
-	d := &cacheDecoder{b: b}
+// decodeCachedDeclaration decodes a cache whose bytes are in s. The
+// strings of the declaration are slices of s.
+func decodeCachedDeclaration(s string) (*generation.NodeDeclaration, error) {
+	d := &cacheDecoder{s: s}
 	nd := &generation.NodeDeclaration{}
 	nd.Version = int(d.int())
 	nd.Generation = d.uint()
@@ -211,7 +213,7 @@ func decodeCachedDeclaration(b []byte) (*generation.NodeDeclaration, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
-	if len(d.b) != 0 {
+	if len(d.s) != 0 {
 		return nil, errors.New("declaration cache has trailing bytes")
 	}
 	return nd, nil

@@ -51,7 +51,7 @@ func TestCacheCodecCoversEveryField(t *testing.T) {
 	f := false
 	nd.Resources[1].Running = &f // nil, false and true all travel
 	nd.Resources[1].Enabled = nil
-	got, err := decodeCachedDeclaration(encodeCachedDeclaration(&nd))
+	got, err := decodeCachedDeclaration(string(encodeCachedDeclaration(&nd)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,15 +66,15 @@ func TestCacheCodecRefusesDamage(t *testing.T) {
 	fill(reflect.ValueOf(&nd).Elem(), &n)
 	b := encodeCachedDeclaration(&nd)
 	for i := range len(b) {
-		if _, err := decodeCachedDeclaration(b[:i]); err == nil {
+		if _, err := decodeCachedDeclaration(string(b[:i])); err == nil {
 			t.Fatalf("a cache cut to %d of %d bytes decoded", i, len(b))
 		}
 	}
-	if _, err := decodeCachedDeclaration(append(b, 0)); err == nil {
+	if _, err := decodeCachedDeclaration(string(append(b, 0))); err == nil {
 		t.Fatal("a cache with a trailing byte decoded")
 	}
 	// A huge length is refused, not allocated.
-	if _, err := decodeCachedDeclaration([]byte{0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f}); err == nil {
+	if _, err := decodeCachedDeclaration(string([]byte{0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})); err == nil {
 		t.Fatal("a cache with an impossible length decoded")
 	}
 }

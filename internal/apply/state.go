@@ -126,14 +126,17 @@ func parseLedger(text string) (ledger.Ledger, error) {
 	if text != "" && !strings.HasSuffix(text, "\n") {
 		return nil, errors.New("the last line is cut short")
 	}
-	l := ledger.Ledger{}
+	l := make(ledger.Ledger, strings.Count(rest, "\n"))
+	var f [4]string
 	for n := 2; rest != ""; n++ {
 		var line string
 		line, rest, _ = strings.Cut(rest, "\n")
-		f := strings.Split(line, "\t")
-		if len(f) != 4 {
-			return nil, fmt.Errorf("line %d: %d fields, want 4", n, len(f))
+		if k := strings.Count(line, "\t") + 1; k != 4 {
+			return nil, fmt.Errorf("line %d: %d fields, want 4", n, k)
 		}
+		f[0], line, _ = strings.Cut(line, "\t")
+		f[1], line, _ = strings.Cut(line, "\t")
+		f[2], f[3], _ = strings.Cut(line, "\t")
 		e := ledger.Entry{Kind: resource.Kind(f[0])}
 		where := f[1]
 		if strings.HasPrefix(where, `"`) {
