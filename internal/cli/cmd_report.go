@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/pflag"
 
 	"github.com/muster-tool/muster/internal/fault"
@@ -383,18 +382,33 @@ func reportTable(w io.Writer, v *report.View, all bool, now time.Time) error {
 // fittedTable draws a table whose cells were already wrapped to fit
 // tableWidth: tablewriter is told not to wrap them again.
 func fittedTable(w io.Writer, header []string, rows [][]string) error {
-	t := tablewriter.NewTable(w,
-		tablewriter.WithHeader(header),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
-		tablewriter.WithRowAutoWrap(tw.WrapNone),
-	)
-	for _, r := range rows {
-		if err := t.Append(r); err != nil {
-			return err
-		}
+	ew := &firstError{w: w}
+	t := tablewriter.NewWriter(ew)
+	t.SetHeader(header)
+	t.SetAutoFormatHeaders(false)
+	t.SetAutoWrapText(false)
+	t.SetHeaderAlignment(tablewriter.ALIGN_LEFT)
+	t.SetAlignment(tablewriter.ALIGN_LEFT)
+	t.SetRowLine(true)
+	t.AppendBulk(rows)
+	t.Render()
+	return ew.err
+}
+
+// firstError keeps the first error of the writes through it, for a writer
+// (the table's) that drops them.
+type firstError struct {
+	w   io.Writer
+	err error
+}
+
+func (f *firstError) Write(p []byte) (int, error) {
+	if f.err != nil {
+		return 0, f.err
 	}
-	return t.Render()
+	n, err := f.w.Write(p)
+	f.err = err
+	return n, err
 }
 
 // wrap breaks s into lines of at most width characters, at spaces where
