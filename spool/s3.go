@@ -5,9 +5,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/md5"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -20,9 +18,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/muster-tool/muster/internal/fault"
 )
@@ -153,19 +148,14 @@ func redact(u *url.URL) string {
 // S3 is a spool kept in an S3-compatible object store; see doc.go.
 // It is safe for concurrent use.
 type S3 struct {
-	cfg   S3Config
-	core  *minio.Core
-	base  string // the key prefix of every object: Prefix+"/", or ""
-	name  string // for messages
-	creds *credentials.Credentials
+	cfg    S3Config
+	client *s3Client
+	base   string // the key prefix of every object: Prefix+"/", or ""
+	name   string // for messages
 }
 
-// anonymous reports whether no credentials were found, for a hint. It is
-// asked only then: finding credentials may run a program or ask a server.
-func (s *S3) anonymous() bool {
-	v, err := s.creds.GetWithContext(nil)
-	return err != nil || v.SignerType.IsAnonymous()
-}
+// anonymous reports whether no credentials were found, for a hint.
+func (s *S3) anonymous() bool { return s.client.credentials().anonymous() }
 
 // OpenS3 opens the S3 spool cfg describes. It does not contact the store:
 // a store that is down shows as unavailable on first use, which a command
@@ -193,39 +183,56 @@ func OpenS3(cfg S3Config) (*S3, error) {
 	if cfg.Region == "" {
 		cfg.Region = cmp.Or(os.Getenv("AWS_REGION"), os.Getenv("AWS_DEFAULT_REGION"))
 	}
-	endpoint, lookup := cfg.Endpoint, minio.BucketLookupPath
-	if endpoint == "" {
-		endpoint, lookup = awsEndpoint, minio.BucketLookupAuto
+	scheme := "https"
+	if cfg.Insecure {
+		scheme = "http"
 	}
-	var creds *credentials.Credentials
-	if cfg.AccessKey != "" {
-		creds = credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, cfg.SessionToken)
-	} else {
-		creds = credentials.NewChainCredentials([]credentials.Provider{
-			&credentials.EnvAWS{},
-			&credentials.FileAWSCredentials{},
-		})
-	}
-	s := &S3{cfg: cfg, creds: creds}
-	core, err := minio.NewCore(endpoint, &minio.Options{
-		Creds:        creds,
-		Secure:       !cfg.Insecure,
-		Region:       cfg.Region,
-		BucketLookup: lookup,
-		Transport:    s3Transport(cfg),
-		// Retries are ours (do), so that every error can say how
-		// often it was tried and end up classed temporary.
-		MaxRetries: 1,
-	})
+	endpoint := cmp.Or(cfg.Endpoint, awsEndpoint)
+	host, err := endpointHost(scheme, cfg.Endpoint)
 	if err != nil {
 		return nil, fault.Usagef("s3 spool s3://%s/%s: endpoint %q: %v", cfg.Bucket, cfg.Prefix, endpoint, err)
 	}
-	s.core = core
+	s := &S3{cfg: cfg, client: &s3Client{
+		http: &http.Client{
+			Transport: s3Transport(cfg),
+			// A redirect is S3 naming another region: an error
+			// answer to report, not to follow with a signature
+			// made for this one.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		scheme:   scheme,
+		endpoint: host,
+		bucket:   cfg.Bucket,
+		region:   cfg.Region,
+		cfg:      cfg,
+	}}
 	if cfg.Prefix != "" {
 		s.base = cfg.Prefix + "/"
 	}
 	s.name = "s3://" + cfg.Bucket + "/" + cfg.Prefix + " at " + endpoint
 	return s, nil
+}
+
+// endpointHost checks a custom endpoint (host or host:port) and returns
+// the host to send requests to: without the port when it is the scheme's
+// default, as clients send the Host header and so sign it. Empty (AWS S3)
+// stays empty.
+func endpointHost(scheme, endpoint string) (string, error) {
+	if endpoint == "" {
+		return "", nil
+	}
+	u, err := url.Parse(scheme + "://" + endpoint)
+	if err != nil || u.Host != endpoint || u.Hostname() == "" {
+		return "", errors.New("want host or host:port")
+	}
+	if p := u.Port(); scheme == "http" && p == "80" || scheme == "https" && p == "443" {
+		h := u.Hostname()
+		if strings.Contains(h, ":") {
+			h = "[" + h + "]" // an IPv6 address
+		}
+		return h, nil
+	}
+	return endpoint, nil
 }
 
 // s3Transport is an HTTP transport whose waits are bounded: connecting and
@@ -286,16 +293,21 @@ func (s *S3) Put(ctx context.Context, name string, data []byte) error {
 		return err
 	}
 	sum := md5.Sum(data)
-	sha := sha256.Sum256(data)
+	put := s3Request{method: http.MethodPut, key: s.key(name), body: data, header: http.Header{
+		"Content-Type":  {"application/octet-stream"},
+		"Content-Md5":   {base64.StdEncoding.EncodeToString(sum[:])},
+		"If-None-Match": {"*"},
+	}}
 	err := s.do(ctx, "put", name, func(ctx context.Context) error {
-		opts := minio.PutObjectOptions{ContentType: "application/octet-stream"}
-		opts.SetMatchETagExcept("*")
-		_, err := s.core.PutObject(ctx, s.cfg.Bucket, s.key(name), bytes.NewReader(data), int64(len(data)),
-			base64.StdEncoding.EncodeToString(sum[:]), hex.EncodeToString(sha[:]), opts)
+		resp, err := s.client.send(ctx, put)
 		if code(err) == "PreconditionFailed" || status(err) == http.StatusPreconditionFailed {
 			return errExists
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
 	})
 	if errors.Is(err, errExists) {
 		return s.compare(ctx, name, data)
@@ -341,23 +353,24 @@ func (s *S3) Get(ctx context.Context, name string, max int64) ([]byte, error) {
 	}
 	var data []byte
 	err := s.do(ctx, "get", name, func(ctx context.Context) error {
-		body, info, _, err := s.core.GetObject(ctx, s.cfg.Bucket, s.key(name), minio.GetObjectOptions{})
+		resp, err := s.client.send(ctx, s3Request{method: http.MethodGet, key: s.key(name)})
 		if err != nil {
 			return err
 		}
-		defer body.Close()
-		if info.Size > max {
-			return s.tooLarge(name, info.Size, max)
+		defer resp.Body.Close()
+		size := resp.ContentLength // -1 when the store does not say
+		if size > max {
+			return s.tooLarge(name, size, max)
 		}
-		b, err := io.ReadAll(io.LimitReader(body, max+1))
+		b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
 		if err != nil {
 			return err
 		}
 		if int64(len(b)) > max {
 			return s.tooLarge(name, int64(len(b)), max)
 		}
-		if info.Size >= 0 && int64(len(b)) != info.Size {
-			return fmt.Errorf("%w (%d of %d bytes)", errShortBody, len(b), info.Size)
+		if size >= 0 && int64(len(b)) != size {
+			return fmt.Errorf("%w (%d of %d bytes)", errShortBody, len(b), size)
 		}
 		data = b
 		return nil
@@ -374,42 +387,46 @@ func (s *S3) tooLarge(name string, size, max int64) error {
 
 // Stat returns object name's size; see Spool.Stat.
 func (s *S3) Stat(ctx context.Context, name string) (Info, error) {
-	oi, err := s.head(ctx, "stat", name)
+	resp, err := s.head(ctx, "stat", name)
 	if err != nil {
 		return Info{}, err
 	}
-	return Info{Name: name, Size: oi.Size}, nil
+	return Info{Name: name, Size: resp.ContentLength}, nil
 }
 
 // ModTime returns when the store recorded object name, so that gc can
 // leave young objects alone.
 func (s *S3) ModTime(ctx context.Context, name string) (time.Time, error) {
-	oi, err := s.head(ctx, "stat", name)
+	resp, err := s.head(ctx, "stat", name)
 	if err != nil {
 		return time.Time{}, err
 	}
-	return oi.LastModified, nil
+	lm := resp.Header.Get("Last-Modified")
+	t, err := http.ParseTime(lm)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("spool %s: stat %s: the store sent no valid Last-Modified (%q)", s, name, lm)
+	}
+	return t, nil
 }
 
-func (s *S3) head(ctx context.Context, op, name string) (minio.ObjectInfo, error) {
+// head asks for object name's headers (HEAD); the answer has no body.
+func (s *S3) head(ctx context.Context, op, name string) (*http.Response, error) {
 	if err := ValidName(name); err != nil {
-		return minio.ObjectInfo{}, err
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return minio.ObjectInfo{}, fmt.Errorf("spool %s: %s %s: %w", s, op, name, err)
+		return nil, fmt.Errorf("spool %s: %s %s: %w", s, op, name, err)
 	}
-	var oi minio.ObjectInfo
+	var resp *http.Response
 	err := s.do(ctx, op, name, func(ctx context.Context) error {
 		var err error
-		oi, err = s.core.StatObject(ctx, s.cfg.Bucket, s.key(name), minio.StatObjectOptions{})
+		resp, err = s.client.send(ctx, s3Request{method: http.MethodHead, key: s.key(name)})
+		if err == nil {
+			resp.Body.Close()
+		}
 		return err
 	})
-	if err == nil && strings.HasSuffix(oi.Key, "/") {
-		// A folder marker some stores answer for a key with "/"
-		// appended: no object of ours.
-		return minio.ObjectInfo{}, s.notFound(name)
-	}
-	return oi, err
+	return resp, err
 }
 
 // Delete removes object name; see Spool.Delete.
@@ -423,7 +440,11 @@ func (s *S3) Delete(ctx context.Context, name string) error {
 		return err
 	}
 	return s.do(ctx, "delete", name, func(ctx context.Context) error {
-		return s.core.RemoveObject(ctx, s.cfg.Bucket, s.key(name), minio.RemoveObjectOptions{})
+		resp, err := s.client.send(ctx, s3Request{method: http.MethodDelete, key: s.key(name)})
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
 	})
 }
 
@@ -478,42 +499,39 @@ type listFnError struct{ err error }
 
 func (e *listFnError) Error() string { return e.err.Error() }
 
-// listFrom runs one listing starting after key after, calling fn for each
-// object and recording in *last the last key handed to fn.
+// listFrom runs one listing starting after key after, page by page,
+// calling fn for each object and recording in *last the last key handed
+// to fn. Each page is one request, bounded by the timeout.
 func (s *S3) listFrom(ctx context.Context, prefix, after string, last *string, fn func(Info) error) (progressed bool, err error) {
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	ch := s.core.Client.ListObjects(lctx, s.cfg.Bucket, minio.ListObjectsOptions{
-		Prefix:     s.base + prefix,
-		Recursive:  true,
-		StartAfter: after,
-		MaxKeys:    s.cfg.PageSize,
-	})
-	defer func() {
+	token := ""
+	for {
+		pctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+		page, err := s.client.list(pctx, s.base+prefix, after, token, s.cfg.PageSize)
 		cancel()
-		for range ch {
+		if err != nil {
+			return progressed, err
 		}
-	}()
-	for oi := range ch {
-		if oi.Err != nil {
-			return progressed, oi.Err
+		for _, obj := range page.Contents {
+			// The store lists in key order; a key at or before the
+			// last one seen would be a duplicate from a retried page.
+			if *last != "" && obj.Key <= *last {
+				continue
+			}
+			name, ok := strings.CutPrefix(obj.Key, s.base)
+			*last = obj.Key
+			progressed = true
+			if !ok || ValidName(name) != nil {
+				continue
+			}
+			if err := fn(Info{Name: name, Size: obj.Size}); err != nil {
+				return progressed, &listFnError{err}
+			}
 		}
-		// The store lists in key order; a key at or before the last one
-		// seen would be a duplicate from a retried page.
-		if *last != "" && oi.Key <= *last {
-			continue
+		if !page.IsTruncated {
+			return progressed, nil
 		}
-		name, ok := strings.CutPrefix(oi.Key, s.base)
-		*last = oi.Key
-		progressed = true
-		if !ok || ValidName(name) != nil {
-			continue
-		}
-		if err := fn(Info{Name: name, Size: oi.Size}); err != nil {
-			return progressed, &listFnError{err}
-		}
+		token = page.NextContinuationToken
 	}
-	return progressed, nil
 }
 
 // do runs one request with bounded retries: an attempt that fails in a way
@@ -572,33 +590,35 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// code is the S3 error code of err, if the store answered with one.
 func code(err error) string {
-	var r minio.ErrorResponse
+	var r *s3Error
 	if errors.As(err, &r) {
-		return r.Code
+		return r.code
 	}
 	return ""
 }
 
+// status is the HTTP status of err, if the store answered.
 func status(err error) int {
-	var r minio.ErrorResponse
+	var r *s3Error
 	if errors.As(err, &r) {
-		return r.StatusCode
+		return r.status
 	}
 	return 0
 }
 
 // retryable reports whether trying the same request again may succeed.
 func retryable(err error) bool {
-	var r minio.ErrorResponse
+	var r *s3Error
 	if errors.As(err, &r) {
-		switch r.Code {
+		switch r.code {
 		case "SlowDown", "Throttling", "ThrottlingException", "TooManyRequests",
 			"RequestTimeout", "InternalError", "ServiceUnavailable",
 			"ConditionalRequestConflict", "OperationAborted":
 			return true
 		}
-		return r.StatusCode >= 500 || r.StatusCode == http.StatusTooManyRequests
+		return r.status >= 500 || r.status == http.StatusTooManyRequests
 	}
 	var ne net.Error
 	return errors.Is(err, errShortBody) ||
@@ -666,13 +686,13 @@ func (s *S3) unavailable(op, name string, n int, err error) error {
 // describe says what went wrong in one line: the store's error code and
 // status, or the network error.
 func describe(err error) string {
-	var r minio.ErrorResponse
-	if errors.As(err, &r) && r.Code != "" {
-		msg := strings.TrimSuffix(r.Message, ".")
+	var r *s3Error
+	if errors.As(err, &r) {
+		msg := strings.TrimSuffix(r.message, ".")
 		if msg != "" {
 			msg = ": " + strings.ToLower(msg[:1]) + msg[1:]
 		}
-		return fmt.Sprintf("%s (HTTP %d)%s", r.Code, r.StatusCode, msg)
+		return fmt.Sprintf("%s (HTTP %d)%s", r.code, r.status, msg)
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {

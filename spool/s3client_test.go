@@ -1,0 +1,506 @@
+package spool_test
+
+import (
+	"bytes"
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/testutil/s3server"
+	"github.com/muster-tool/muster/spool"
+)
+
+// fakeStore serves h as the S3 store of a spool s3://bucket/p (see
+// openAt: 3 attempts, credentials k and s, region us-east-1).
+func fakeStore(t *testing.T, h http.HandlerFunc) *spool.S3 {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return openAt(t, strings.TrimPrefix(srv.URL, "http://"), "p")
+}
+
+// s3Fail answers as S3 does when a request fails: the status and an XML
+// body naming the error.
+func s3Fail(w http.ResponseWriter, status int, code, message string) {
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>`+"\n"+
+		`<Error><Code>%s</Code><Message>%s</Message><Resource>/bucket/p/a</Resource><RequestId>4442587FB7D0A2F9</RequestId></Error>`, code, message)
+}
+
+func serveObject(w http.ResponseWriter, r *http.Request, data []byte) {
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	w.Header().Set("Last-Modified", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).Format(http.TimeFormat))
+	if r.Method == http.MethodGet {
+		w.Write(data)
+	}
+}
+
+// TestS3PutPreconditionFailed checks the conditional PUT: it carries
+// If-None-Match: * and the payload's hashes, signed; the store's 412 says
+// the name is taken, and the bytes decide between no-op and ErrConflict.
+func TestS3PutPreconditionFailed(t *testing.T) {
+	stored := []byte("run-a")
+	var puts atomic.Int64
+	sp := fakeStore(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodHead:
+			w.WriteHeader(http.StatusNotFound) // another writer is faster
+		case http.MethodPut:
+			puts.Add(1)
+			body := new(bytes.Buffer)
+			body.ReadFrom(r.Body)
+			sha, sum := sha256.Sum256(body.Bytes()), md5.Sum(body.Bytes())
+			auth := r.Header.Get("Authorization")
+			switch {
+			case r.URL.EscapedPath() != "/bucket/p/commit/1":
+				t.Errorf("PUT to %s, want /bucket/p/commit/1", r.URL.EscapedPath())
+			case r.Header.Get("If-None-Match") != "*":
+				t.Errorf("PUT without If-None-Match: *")
+			case r.Header.Get("X-Amz-Content-Sha256") != hex.EncodeToString(sha[:]):
+				t.Errorf("x-amz-content-sha256 %q is not the payload's hash", r.Header.Get("X-Amz-Content-Sha256"))
+			case r.Header.Get("Content-Md5") != base64.StdEncoding.EncodeToString(sum[:]):
+				t.Errorf("Content-MD5 %q is not the payload's", r.Header.Get("Content-Md5"))
+			case !strings.Contains(auth, "Credential=k/") || !strings.Contains(auth, ";if-none-match;") || !strings.Contains(auth, ";x-amz-content-sha256;"):
+				t.Errorf("Authorization %q does not sign the condition and the hash", auth)
+			}
+			s3Fail(w, http.StatusPreconditionFailed, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold")
+		case http.MethodGet:
+			serveObject(w, r, stored)
+		default:
+			t.Errorf("unexpected %s", r.Method)
+		}
+	})
+	if err := sp.Put(t.Context(), "commit/1", []byte("run-a")); err != nil {
+		t.Errorf("Put of the bytes the store holds: %v, want nil", err)
+	}
+	err := sp.Put(t.Context(), "commit/1", []byte("run-b"))
+	if !errors.Is(err, spool.ErrConflict) || !strings.Contains(err.Error(), "commit/1") {
+		t.Errorf("Put of other bytes: %v, want ErrConflict naming the object", err)
+	}
+	if puts.Load() != 2 {
+		t.Errorf("%d PUTs for two Puts, want 2: a 412 is an answer, not to be tried again", puts.Load())
+	}
+}
+
+// TestS3PutConditionalRequestConflict: a 409 ConditionalRequestConflict
+// (a concurrent write to the key in progress) is tried again, and the
+// retried PUT's 412 leads to the comparison.
+func TestS3PutConditionalRequestConflict(t *testing.T) {
+	var puts atomic.Int64
+	sp := fakeStore(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodHead:
+			w.WriteHeader(http.StatusNotFound)
+		case http.MethodPut:
+			if puts.Add(1) == 1 {
+				s3Fail(w, http.StatusConflict, "ConditionalRequestConflict", "A conflicting conditional operation is currently in progress against this resource.")
+				return
+			}
+			s3Fail(w, http.StatusPreconditionFailed, "PreconditionFailed", "")
+		case http.MethodGet:
+			serveObject(w, r, []byte("x"))
+		}
+	})
+	if err := sp.Put(t.Context(), "a", []byte("x")); err != nil || puts.Load() != 2 {
+		t.Errorf("Put: %v after %d PUTs, want nil after 2", err, puts.Load())
+	}
+}
+
+// TestS3ErrorAnswers checks how each error answer of the store is taken:
+// whether it is tried again, and the error and hint it becomes.
+func TestS3ErrorAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		answer  func(w http.ResponseWriter, r *http.Request)
+		op      func(sp *spool.S3) error
+		tries   int64
+		is      error // the error wraps this
+		class   fault.Class
+		message string // part of the error
+		hint    string // part of the hint
+	}{
+		{
+			name: "404 NoSuchKey",
+			answer: func(w http.ResponseWriter, r *http.Request) {
+				s3Fail(w, 404, "NoSuchKey", "The specified key does not exist.")
+			},
+			op:    func(sp *spool.S3) error { _, err := sp.Get(t.Context(), "a", 0); return err },
+			tries: 1, is: spool.ErrNotFound, message: "s3://bucket/p at 127.0.0.1",
+		},
+		{
+			name:   "404 to a HEAD, without a body",
+			answer: func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(404) },
+			op:     func(sp *spool.S3) error { _, err := sp.Stat(t.Context(), "a"); return err },
+			tries:  1, is: spool.ErrNotFound,
+		},
+		{
+			name: "404 NoSuchBucket",
+			answer: func(w http.ResponseWriter, r *http.Request) {
+				s3Fail(w, 404, "NoSuchBucket", "The specified bucket does not exist")
+			},
+			op:    func(sp *spool.S3) error { _, err := sp.Get(t.Context(), "a", 0); return err },
+			tries: 1, is: spool.ErrUnavailable, class: fault.Temporary,
+			message: "get a: NoSuchBucket (HTTP 404): the specified bucket does not exist (1 attempt)",
+			hint:    "create bucket bucket",
+		},
+		{
+			name: "503 SlowDown",
+			answer: func(w http.ResponseWriter, r *http.Request) {
+				s3Fail(w, 503, "SlowDown", "Please reduce your request rate.")
+			},
+			op:    func(sp *spool.S3) error { _, err := sp.Get(t.Context(), "a", 0); return err },
+			tries: 3, is: spool.ErrUnavailable, class: fault.Temporary,
+			message: "get a: SlowDown (HTTP 503): please reduce your request rate (gave up after 3 attempts)",
+			hint:    "is running and reachable",
+		},
+		{
+			name:   "503 to a HEAD, without a body",
+			answer: func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) },
+			op:     func(sp *spool.S3) error { _, err := sp.ModTime(t.Context(), "a"); return err },
+			tries:  3, is: spool.ErrUnavailable, class: fault.Temporary,
+			message: "stat a: ServiceUnavailable (HTTP 503) (gave up after 3 attempts)",
+		},
+		{
+			name: "500 with its body cut short",
+			answer: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Length", "400")
+				w.WriteHeader(500)
+				w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>Inter`))
+			},
+			op:    func(sp *spool.S3) error { _, err := sp.Get(t.Context(), "a", 0); return err },
+			tries: 3, is: spool.ErrUnavailable, class: fault.Temporary,
+			message: "InternalServerError (HTTP 500)",
+		},
+		{
+			name:   "403 AccessDenied",
+			answer: func(w http.ResponseWriter, r *http.Request) { s3Fail(w, 403, "AccessDenied", "Access Denied") },
+			op:     func(sp *spool.S3) error { _, err := sp.Get(t.Context(), "a", 0); return err },
+			tries:  1, is: spool.ErrUnavailable, class: fault.Temporary,
+			message: "get a: AccessDenied (HTTP 403): access Denied (1 attempt)",
+			hint:    "check the credentials",
+		},
+		{
+			name:   "403 to a HEAD, without a body",
+			answer: func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(403) },
+			op:     func(sp *spool.S3) error { return sp.Delete(t.Context(), "a") },
+			tries:  1, is: spool.ErrUnavailable, class: fault.Temporary,
+			message: "delete a: AccessDenied (HTTP 403) (1 attempt)",
+			hint:    "check the credentials",
+		},
+		{
+			name:   "400 InvalidArgument",
+			answer: func(w http.ResponseWriter, r *http.Request) { s3Fail(w, 400, "InvalidArgument", "Invalid Argument") },
+			op:     func(sp *spool.S3) error { _, err := sp.Get(t.Context(), "a", 0); return err },
+			tries:  1, class: fault.Failure,
+			message: "get a: InvalidArgument (HTTP 400): invalid Argument (1 attempt)",
+		},
+		{
+			name: "a proxy's plain-text 502",
+			answer: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/plain")
+				w.WriteHeader(502)
+				w.Write([]byte("upstream connect error\nmore detail"))
+			},
+			op:    func(sp *spool.S3) error { _, err := sp.Get(t.Context(), "a", 0); return err },
+			tries: 3, is: spool.ErrUnavailable, class: fault.Temporary,
+			message: "BadGateway (HTTP 502): upstream connect error (gave up",
+		},
+		{
+			name: "an object body cut short",
+			answer: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Length", "100")
+				w.Write([]byte("0123456789"))
+			},
+			op:    func(sp *spool.S3) error { _, err := sp.Get(t.Context(), "a", 0); return err },
+			tries: 3, is: spool.ErrUnavailable, class: fault.Temporary,
+			message: "get a: unexpected EOF (gave up after 3 attempts)",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var n atomic.Int64
+			sp := fakeStore(t, func(w http.ResponseWriter, r *http.Request) {
+				n.Add(1)
+				tc.answer(w, r)
+			})
+			err := tc.op(sp)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if n.Load() != tc.tries {
+				t.Errorf("%d requests, want %d", n.Load(), tc.tries)
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("error %q does not wrap %q", err, tc.is)
+			}
+			if tc.class != 0 && fault.ClassOf(err) != tc.class {
+				t.Errorf("error %q is classed %v, want %v", err, fault.ClassOf(err), tc.class)
+			}
+			if !strings.Contains(err.Error(), tc.message) {
+				t.Errorf("error %q does not say %q", err, tc.message)
+			}
+			if !strings.Contains(fault.HintOf(err), tc.hint) {
+				t.Errorf("hint %q does not say %q", fault.HintOf(err), tc.hint)
+			}
+			if strings.Contains(err.Error(), "<") {
+				t.Errorf("error %q shows XML", err)
+			}
+		})
+	}
+}
+
+// TestS3ShortBodyRetried: a GET whose body breaks off is tried again and
+// succeeds when the store recovers.
+func TestS3ShortBodyRetried(t *testing.T) {
+	var n atomic.Int64
+	sp := fakeStore(t, func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) < 3 {
+			w.Header().Set("Content-Length", "10")
+			w.Write([]byte("01234"))
+			return
+		}
+		serveObject(w, r, []byte("0123456789"))
+	})
+	got, err := sp.Get(t.Context(), "a", 0)
+	if err != nil || string(got) != "0123456789" || n.Load() != 3 {
+		t.Errorf("Get = %q, %v after %d requests; want the whole object after 3", got, err, n.Load())
+	}
+}
+
+// TestS3Anonymous: without credentials requests go unsigned, and a
+// refusal's hint says no credentials were found.
+func TestS3Anonymous(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	var signed atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			signed.Store(true)
+		}
+		s3Fail(w, 403, "AccessDenied", "Access Denied")
+	}))
+	defer srv.Close()
+	sp, err := spool.OpenS3(spool.S3Config{Bucket: "bucket", Endpoint: strings.TrimPrefix(srv.URL, "http://"), Region: "us-east-1", Insecure: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = sp.Get(t.Context(), "a", 0)
+	if fault.ClassOf(err) != fault.Temporary || !strings.Contains(fault.HintOf(err), "no credentials found") {
+		t.Errorf("Get without credentials: %v (hint %q), want a temporary error saying no credentials were found", err, fault.HintOf(err))
+	}
+	if signed.Load() {
+		t.Error("a request without credentials carried an Authorization header")
+	}
+}
+
+// fakeListing answers ListObjectsV2 for keys, URL-encoding them as asked,
+// with the last key of a page as its continuation token. fail says whether
+// to fail the nth listing request (from 1) with 503 SlowDown.
+func fakeListing(t *testing.T, keys []string, fail func(n int) bool) (*spool.S3, func() []url.Values) {
+	var mu sync.Mutex
+	var queries []url.Values
+	sp := fakeStore(t, func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		mu.Lock()
+		queries = append(queries, q)
+		n := len(queries)
+		mu.Unlock()
+		if r.Method != http.MethodGet || r.URL.Path != "/bucket/" || q.Get("list-type") != "2" {
+			t.Errorf("%s %s, want a ListObjectsV2 request", r.Method, r.URL)
+		}
+		if fail(n) {
+			s3Fail(w, 503, "SlowDown", "Please reduce your request rate.")
+			return
+		}
+		from := q.Get("start-after")
+		if tok := q.Get("continuation-token"); tok != "" {
+			from = tok
+		}
+		max, _ := strconv.Atoi(q.Get("max-keys"))
+		var page []string
+		for _, k := range keys {
+			if strings.HasPrefix(k, q.Get("prefix")) && k > from {
+				page = append(page, k)
+			}
+		}
+		truncated := len(page) > max
+		page = page[:min(len(page), max)]
+		var b strings.Builder
+		fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?><ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>bucket</Name><Prefix>%s</Prefix><KeyCount>%d</KeyCount><MaxKeys>%d</MaxKeys><EncodingType>url</EncodingType><IsTruncated>%v</IsTruncated>`,
+			url.QueryEscape(q.Get("prefix")), len(page), max, truncated)
+		for _, k := range page {
+			fmt.Fprintf(&b, `<Contents><Key>%s</Key><LastModified>2026-01-02T03:04:05.000Z</LastModified><ETag>&quot;abc&quot;</ETag><Size>%d</Size><StorageClass>STANDARD</StorageClass></Contents>`,
+				url.QueryEscape(k), len(k))
+		}
+		if truncated {
+			fmt.Fprintf(&b, `<NextContinuationToken>%s</NextContinuationToken>`, page[len(page)-1])
+		}
+		b.WriteString(`</ListBucketResult>`)
+		w.Header().Set("Content-Type", "application/xml")
+		w.Write([]byte(b.String()))
+	})
+	return sp, func() []url.Values {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(queries)
+	}
+}
+
+// TestS3ListResumes checks paging (list-type=2, max-keys, continuation
+// tokens, URL-encoded keys) and that a page that fails is asked for again
+// starting after the last key seen, with nothing lost or repeated.
+func TestS3ListResumes(t *testing.T) {
+	keys := []string{"other/x", "p/a/1", "p/a/2", "p/a/3", "p/b/1", "p/b/Not A+Name", "p/b/2", "p/c/1"}
+	slices.Sort(keys)
+	sp, queries := fakeListing(t, keys, func(n int) bool { return n == 2 })
+	cfg := sp.Config()
+	cfg.PageSize = 2
+	sp, err := spool.OpenS3(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	err = sp.List(t.Context(), "", func(i spool.Info) error {
+		got = append(got, i.Name)
+		if i.Size != int64(len("p/"+i.Name)) {
+			t.Errorf("%s: size %d, want %d", i.Name, i.Size, len("p/"+i.Name))
+		}
+		return nil
+	})
+	want := []string{"a/1", "a/2", "a/3", "b/1", "b/2", "c/1"}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("List = %q, %v; want %q", got, err, want)
+	}
+	qs := queries()
+	if len(qs) < 4 {
+		t.Fatalf("%d requests, want the failed page asked for again", len(qs))
+	}
+	first, failed, again := qs[0], qs[1], qs[2]
+	if first.Get("prefix") != "p/" || first.Get("max-keys") != "2" || first.Get("encoding-type") != "url" || first.Has("start-after") || first.Has("continuation-token") {
+		t.Errorf("first page asked with %v", first)
+	}
+	if failed.Get("continuation-token") != "p/a/2" {
+		t.Errorf("second page asked with %v, want the continuation token", failed)
+	}
+	if again.Get("start-after") != "p/a/2" || again.Has("continuation-token") {
+		t.Errorf("after the failed page: %v, want a listing starting after p/a/2", again)
+	}
+}
+
+// TestS3ListGivesUp: a page that keeps failing uses up the attempts; each
+// page that comes through gives a fresh budget.
+func TestS3ListGivesUp(t *testing.T) {
+	keys := []string{"p/a", "p/b", "p/c", "p/d", "p/e"}
+	// Pages come through on every other request: 2 attempts each.
+	sp, _ := fakeListing(t, keys, func(n int) bool { return n%2 == 0 })
+	cfg := sp.Config()
+	cfg.PageSize = 1
+	paged, err := spool.OpenS3(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := paged.List(t.Context(), "", func(i spool.Info) error { got = append(got, i.Name); return nil }); err != nil || len(got) != 5 {
+		t.Errorf("List through a store failing every other request: %q, %v", got, err)
+	}
+	sp, _ = fakeListing(t, keys, func(n int) bool { return n > 1 })
+	cfg = sp.Config()
+	cfg.PageSize = 1
+	if sp, err = spool.OpenS3(cfg); err != nil {
+		t.Fatal(err)
+	}
+	err = sp.List(t.Context(), "", func(spool.Info) error { return nil })
+	if !errors.Is(err, spool.ErrUnavailable) || !strings.Contains(err.Error(), "list /: SlowDown (HTTP 503)") {
+		t.Errorf("List through a store that stops answering: %v, want ErrUnavailable", err)
+	}
+}
+
+// TestS3AsksRegion: without a region the bucket's region is asked once
+// (GetBucketLocation, signed for us-east-1) and then signed for.
+func TestS3AsksRegion(t *testing.T) {
+	t.Setenv("AWS_REGION", "")
+	t.Setenv("AWS_DEFAULT_REGION", "")
+	for _, tc := range []struct{ answer, want string }{
+		{"eu-central-1", "eu-central-1"},
+		{"", "us-east-1"},
+		{"EU", "eu-west-1"},
+	} {
+		var asked atomic.Int64
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			auth := r.Header.Get("Authorization")
+			if r.URL.Query().Has("location") {
+				asked.Add(1)
+				if r.URL.Path != "/bucket/" || !strings.Contains(auth, "/us-east-1/s3/aws4_request") {
+					t.Errorf("location asked at %s with %q, want /bucket/ signed for us-east-1", r.URL.Path, auth)
+				}
+				fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>`+"\n"+`<LocationConstraint xmlns="http://s3.amazonaws.com/doc/2006-03-01/">%s</LocationConstraint>`, tc.answer)
+				return
+			}
+			if !strings.Contains(auth, "/"+tc.want+"/s3/aws4_request") {
+				t.Errorf("store in %s: request signed %q", tc.want, auth)
+			}
+			serveObject(w, r, []byte("x"))
+		}))
+		sp, err := spool.OpenS3(spool.S3Config{Bucket: "bucket", Endpoint: strings.TrimPrefix(srv.URL, "http://"), Insecure: true, AccessKey: "k", SecretKey: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if _, err := sp.Get(t.Context(), "a", 0); err != nil {
+				t.Errorf("store in %s: Get: %v", tc.want, err)
+			}
+		}
+		if asked.Load() != 1 {
+			t.Errorf("store in %s: location asked %d times, want once", tc.want, asked.Load())
+		}
+		srv.Close()
+	}
+}
+
+// TestS3OddPrefix runs requests against the real store under a prefix
+// with bytes that SigV4 encodes, so that the store checks the encoding the
+// signature covers.
+func TestS3OddPrefix(t *testing.T) {
+	srv := s3server.Start(t)
+	cfg, err := spool.ParseS3Location(srv.URL(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Prefix = "odd dir+(1)/ü~$=&"
+	sp := s3Open(t, cfg)
+	if err := sp.Put(t.Context(), "report/a", []byte("x")); err != nil {
+		t.Fatalf("Put: %v", err)
+	}
+	if got, err := sp.Get(t.Context(), "report/a", 0); err != nil || string(got) != "x" {
+		t.Errorf("Get = %q, %v", got, err)
+	}
+	if _, err := sp.ModTime(t.Context(), "report/a"); err != nil {
+		t.Errorf("ModTime: %v", err)
+	}
+	var names []string
+	if err := sp.List(t.Context(), "report/", func(i spool.Info) error { names = append(names, i.Name); return nil }); err != nil || !slices.Equal(names, []string{"report/a"}) {
+		t.Errorf("List = %q, %v", names, err)
+	}
+	if err := sp.Delete(t.Context(), "report/a"); err != nil {
+		t.Errorf("Delete: %v", err)
+	}
+	if _, err := sp.Stat(t.Context(), "report/a"); !errors.Is(err, spool.ErrNotFound) {
+		t.Errorf("Stat after Delete: %v, want ErrNotFound", err)
+	}
+}
