@@ -49,20 +49,54 @@ type pendingJoin struct {
 	tokenID, hostFP string
 	req             *JoinRequest
 	issued          *Issued
-	err             error // decoding failed
+	// invalid is why the request is refused whatever else is decided
+	// (it cannot be verified, names no token of this mesh, or its proof
+	// or name do not match the token), or "".
+	invalid string
 }
 
-// admitWorkers bounds the admissions in flight. Each waits mostly on the
-// spool's synced write; with many in flight a filesystem commits their
-// journal entries together, which is what makes admitting thousands of
-// hosts take seconds rather than minutes. The decrypting and signing in
-// between is bounded by the CPUs anyway.
-const admitWorkers = 128
+// decision is what was decided for one request: an admission, or a
+// refusal with its reason, and the sealed record that says so.
+type decision struct {
+	p      *pendingJoin
+	adm    *Admission // nil for a refusal
+	reason string
+	name   string // of the record in the spool
+	data   []byte
+	// refusal is the refusal record as written; nil when another admit
+	// recorded its own first.
+	refusal *Refusal
+	// other is the admission another admit recorded for the token first,
+	// when it did.
+	other *Admission
+}
+
+// Bounds on admitting. Decoding reads two objects per request and
+// decrypts them: reading waits on remote spools, so many are in flight.
+// Decisions are written admitBatch records at a time with spool.PutMany,
+// which a directory spool makes durable with one sync per batch instead of
+// one per record. admitWriters batches are sealed and written at once, so
+// that sealing some overlaps with syncing others, and so that a spool that
+// writes a batch's records one after another (an object store) still has
+// several writes in flight.
+const (
+	admitWorkers = 128
+	admitBatch   = 256
+	admitWriters = 4
+)
 
 // Admit decides every pending join request in the spool and returns the
 // registry as it stands afterwards. Each decision is one create-if-absent
 // write, so a request is admitted whole or not at all, and a token is
 // admitted at most once even when several admits run at the same time.
+//
+// Every request is decoded and checked first. The decisions are then made
+// in rounds: a round decides each request whose outcome the decisions
+// written so far settle, oldest first, and writes them in batches. A
+// request that depends on an admission of the same round (a later request
+// of the same token, or one for a name or host keys being admitted) waits
+// for the next round, so nothing is decided on an admission that another
+// admit may yet have recorded differently.
 func Admit(ctx context.Context, m *mesh.Mesh, now time.Time) (*AdmitResult, *Registry, error) {
 	reg, err := LoadRegistry(ctx, m)
 	if err != nil {
@@ -91,71 +125,75 @@ func Admit(ctx context.Context, m *mesh.Mesh, now time.Time) (*AdmitResult, *Reg
 	if len(byToken) == 0 {
 		return &AdmitResult{}, reg, nil
 	}
-	tokens := make([]string, 0, len(byToken))
-	for tid := range byToken {
-		tokens = append(tokens, tid)
-	}
-	sort.Strings(tokens)
-	var (
-		mu      sync.Mutex // guards reg, res, claimed and names
-		res     = &AdmitResult{}
-		claimed = map[string]bool{}        // host fingerprints being admitted
-		names   = map[string]*sync.Mutex{} // one decision per node name at a time
-	)
-	lockName := func(name string) func() {
-		mu.Lock()
-		l := names[name]
-		if l == nil {
-			l = new(sync.Mutex)
-			names[name] = l
-		}
-		mu.Unlock()
-		l.Lock()
-		return l.Unlock
-	}
-	// Each token's requests are decoded and decided by one worker, so
-	// decrypting some overlaps with writing the decisions of others.
-	err = workpool.Run(ctx, len(tokens), admitWorkers, func(i int) error {
-		tid := tokens[i]
-		pend := make([]*pendingJoin, 0, len(byToken[tid]))
-		for _, fp := range byToken[tid] {
-			p := &pendingJoin{tokenID: tid, hostFP: fp}
-			data, err := m.Spool.Get(ctx, spool.JoinName(tid, fp), 1<<20)
-			if err != nil {
-				return err
-			}
-			if p.req, p.err = decodeJoin(data, m, tid, fp); p.err == nil {
-				if p.issued, err = reg.issued(ctx, m, &mu, tid); err != nil {
-					return err
-				}
-			}
-			pend = append(pend, p)
-		}
-		// The oldest request first, so that of two hosts racing for
-		// one token the one that joined first is admitted.
-		sort.SliceStable(pend, func(i, j int) bool { return pend[i].when().Before(pend[j].when()) })
-		for _, p := range pend {
-			unlock := func() {}
-			if p.req != nil {
-				unlock = lockName(p.req.Name)
-			}
-			adm, reason, err := decide(ctx, m, reg, &mu, claimed, p, now)
-			unlock()
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			if adm != nil {
-				res.Admitted = append(res.Admitted, Admitted{Name: adm.Name, NodeID: adm.NodeID, Replaces: adm.Replaces})
-			} else if reason != "" {
-				res.Refused = append(res.Refused, Refused{TokenID: p.tokenID, HostFP: p.hostFP, Name: p.name(), Reason: reason})
-			}
-			mu.Unlock()
-		}
-		return nil
-	})
+	pend, err := decodePending(ctx, m, reg, byToken)
 	if err != nil {
 		return nil, nil, err
+	}
+	// The oldest request first, so that of two hosts racing for one
+	// token, or two tokens for one name, the one that joined first is
+	// admitted.
+	sort.Slice(pend, func(i, j int) bool {
+		a, b := pend[i], pend[j]
+		if !a.when().Equal(b.when()) {
+			return a.when().Before(b.when())
+		}
+		if a.tokenID != b.tokenID {
+			return a.tokenID < b.tokenID
+		}
+		return a.hostFP < b.hostFP
+	})
+	res := &AdmitResult{}
+	for len(pend) > 0 {
+		var (
+			round []*decision
+			later []*pendingJoin
+			// Tokens with a request waiting or being admitted: their
+			// later requests wait too.
+			waiting = map[string]bool{}
+			taken   = claims{names: map[string]bool{}, hosts: map[string]bool{}}
+		)
+		for _, p := range pend {
+			d, wait := (*decision)(nil), waiting[p.tokenID]
+			if !wait {
+				d, wait = decide(reg, taken, p, now)
+			}
+			switch {
+			case wait:
+				waiting[p.tokenID] = true
+				later = append(later, p)
+			case d == nil:
+				// Another admit admitted this very request.
+			case d.adm != nil:
+				waiting[p.tokenID] = true
+				taken.names[d.adm.Name], taken.hosts[d.adm.NodeID] = true, true
+				round = append(round, d)
+			default:
+				round = append(round, d)
+			}
+		}
+		if err := writeDecisions(ctx, m, round, now); err != nil {
+			return nil, nil, err
+		}
+		// A token another admit decided first is spent, unless what it
+		// admitted was this very request.
+		var spent []*decision
+		for _, d := range round {
+			if d.other == nil {
+				d.apply(reg, res)
+				continue
+			}
+			reg.Admitted[d.p.tokenID] = d.other
+			if d.other.NodeID != d.p.hostFP {
+				spent = append(spent, &decision{p: d.p, reason: tokenUsed(d.other)})
+			}
+		}
+		if err := writeDecisions(ctx, m, spent, now); err != nil {
+			return nil, nil, err
+		}
+		for _, d := range spent {
+			d.apply(reg, res)
+		}
+		pend = later
 	}
 	// Read what concurrent admits decided, so the registry reflects
 	// exactly what the spool holds.
@@ -179,6 +217,70 @@ func Admit(ctx context.Context, m *mesh.Mesh, now time.Time) (*AdmitResult, *Reg
 	sort.Slice(res.Admitted, func(i, j int) bool { return res.Admitted[i].Name < res.Admitted[j].Name })
 	sort.Slice(res.Refused, func(i, j int) bool { return res.Refused[i].String() < res.Refused[j].String() })
 	return res, reg, nil
+}
+
+// decodePending reads and checks every pending request, and the record of
+// the token each names, in parallel. Each token's record is read once, by
+// the worker that reads that token's requests.
+func decodePending(ctx context.Context, m *mesh.Mesh, reg *Registry, byToken map[string][]string) ([]*pendingJoin, error) {
+	tokens := make([]string, 0, len(byToken))
+	for tid := range byToken {
+		tokens = append(tokens, tid)
+	}
+	perToken := make([][]*pendingJoin, len(tokens))
+	var mu sync.Mutex // guards reg.Issued
+	err := workpool.Run(ctx, len(tokens), admitWorkers, func(i int) error {
+		tid := tokens[i]
+		for _, fp := range byToken[tid] {
+			p := &pendingJoin{tokenID: tid, hostFP: fp}
+			data, err := m.Spool.Get(ctx, spool.JoinName(tid, fp), 1<<20)
+			if err != nil {
+				return err
+			}
+			req, err := decodeJoin(data, m, tid, fp)
+			if err != nil {
+				p.invalid = "cannot be verified: " + err.Error()
+			} else {
+				p.req = req
+				if p.issued, err = reg.issued(ctx, m, &mu, tid); err != nil {
+					return err
+				}
+				if p.invalid, err = p.check(); err != nil {
+					return err
+				}
+			}
+			perToken[i] = append(perToken[i], p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var all []*pendingJoin
+	for _, ps := range perToken {
+		all = append(all, ps...)
+	}
+	return all, nil
+}
+
+// check returns the reason to refuse a decoded request that the request
+// and its token record give on their own, or "".
+func (p *pendingJoin) check() (string, error) {
+	req, issued := p.req, p.issued
+	if issued == nil {
+		return "no token " + p.tokenID + " was ever issued by this mesh", nil
+	}
+	v, err := decodeKey(issued.Verifier)
+	if err != nil {
+		return "", fmt.Errorf("token record %s: %v", spool.TokenName(p.tokenID), err)
+	}
+	if !verifySig(v, proofMessage(p.tokenID, req.Name, req.Host), req.Proof) {
+		return "its proof was not made with token " + p.tokenID, nil
+	}
+	if req.Name != issued.Name {
+		return fmt.Sprintf("token was issued for %s, not %s", issued.Name, req.Name), nil
+	}
+	return "", nil
 }
 
 func (p *pendingJoin) name() string {
@@ -227,55 +329,37 @@ func decodeJoin(data []byte, m *mesh.Mesh, tid, fp string) (*JoinRequest, error)
 	return &req, nil
 }
 
-// decide admits or refuses one request. It returns the admission, or a
-// refusal reason ("" with no admission means another admit already
-// admitted this very request).
-func decide(ctx context.Context, m *mesh.Mesh, reg *Registry, mu *sync.Mutex, claimed map[string]bool, p *pendingJoin, now time.Time) (*Admission, string, error) {
-	refuse := func(reason string) (*Admission, string, error) {
-		if err := recordRefusal(ctx, m, p.tokenID, p.hostFP, reason, now); err != nil {
-			return nil, "", err
-		}
-		return nil, reason, nil
-	}
-	if p.err != nil {
-		return refuse("cannot be verified: " + p.err.Error())
+// claims are the node names and host fingerprints that admissions of the
+// current round take.
+type claims struct {
+	names, hosts map[string]bool
+}
+
+// decide admits or refuses one checked request against the decisions
+// written so far. It says to wait when the answer depends on an admission
+// of this round (one for the same name or host keys), which is then
+// decided first, and returns no decision when another admit already
+// admitted this very request.
+func decide(reg *Registry, taken claims, p *pendingJoin, now time.Time) (d *decision, wait bool) {
+	refuse := func(reason string) (*decision, bool) { return &decision{p: p, reason: reason}, false }
+	if p.invalid != "" {
+		return refuse(p.invalid)
 	}
 	req, issued := p.req, p.issued
-	if issued == nil {
-		return refuse("no token " + p.tokenID + " was ever issued by this mesh")
-	}
-	v, err := decodeKey(issued.Verifier)
-	if err != nil {
-		return nil, "", fmt.Errorf("token record %s: %v", spool.TokenName(p.tokenID), err)
-	}
-	if !verifySig(v, proofMessage(p.tokenID, req.Name, req.Host), req.Proof) {
-		return refuse("its proof was not made with token " + p.tokenID)
-	}
-	if req.Name != issued.Name {
-		return refuse(fmt.Sprintf("token was issued for %s, not %s", issued.Name, req.Name))
-	}
-	mu.Lock()
-	prior := reg.Admitted[p.tokenID]
-	current := reg.Enrolled(req.Name)
-	// One identity is admitted once: claim it while deciding, so two
-	// requests carrying the same host keys cannot both pass.
-	known := reg.Identities[p.hostFP] != nil || claimed[p.hostFP]
-	if !known {
-		claimed[p.hostFP] = true
-		defer func() {
-			mu.Lock()
-			delete(claimed, p.hostFP)
-			mu.Unlock()
-		}()
-	}
-	mu.Unlock()
-	if prior != nil {
-		return refuse(fmt.Sprintf("token already used: it admitted %s as identity %s at %s", prior.Name, prior.NodeID, prior.AdmittedAt.Format(time.RFC3339)))
+	if prior := reg.Admitted[p.tokenID]; prior != nil {
+		if prior.NodeID == p.hostFP {
+			return nil, false
+		}
+		return refuse(tokenUsed(prior))
 	}
 	if !now.Before(issued.Expires) {
 		return refuse("token expired at " + issued.Expires.Format(time.RFC3339))
 	}
-	if known {
+	if taken.names[req.Name] || taken.hosts[p.hostFP] {
+		return nil, true
+	}
+	// One identity is admitted once.
+	if reg.Identities[p.hostFP] != nil {
 		return refuse("identity " + p.hostFP + " was admitted before")
 	}
 	adm := &Admission{
@@ -287,40 +371,93 @@ func decide(ctx context.Context, m *mesh.Mesh, reg *Registry, mu *sync.Mutex, cl
 		Labels:     issued.Labels,
 		AdmittedAt: now.UTC(),
 	}
-	switch {
+	switch current := reg.Enrolled(req.Name); {
 	case current != nil && !issued.Reenrol:
 		return refuse(fmt.Sprintf("%s is already enrolled as identity %s, and a plain token can never take over an enrolled name", req.Name, current.NodeID))
 	case current != nil:
 		adm.Replaces = current.NodeID
 	}
-	data, err := bundle.SealTOML(adm, admitCtx(p.tokenID), m.Pair.Sign, m.Pair.Age.Recipient())
-	if err != nil {
-		return nil, "", err
-	}
-	if err := m.Spool.Put(ctx, spool.AdmitName(p.tokenID), data); err != nil {
+	return &decision{p: p, adm: adm}, false
+}
+
+func tokenUsed(a *Admission) string {
+	return fmt.Sprintf("token already used: it admitted %s as identity %s at %s", a.Name, a.NodeID, a.AdmittedAt.Format(time.RFC3339))
+}
+
+// writeDecisions seals the decisions and writes them, admitBatch at a time
+// with spool.PutMany. A batch that meets a record another admit wrote
+// first is written again one record at a time, so each record gets Put's
+// own answer: an admission that lost its token learns the admission that
+// won (d.other), and a refusal already recorded is left as it is.
+func writeDecisions(ctx context.Context, m *mesh.Mesh, ds []*decision, now time.Time) error {
+	batches := (len(ds) + admitBatch - 1) / admitBatch
+	return workpool.Run(ctx, batches, admitWriters, func(i int) error {
+		batch := ds[i*admitBatch : min((i+1)*admitBatch, len(ds))]
+		objs := make([]spool.Object, len(batch))
+		for j, d := range batch {
+			if err := d.seal(m, now); err != nil {
+				return err
+			}
+			objs[j] = spool.Object{Name: d.name, Data: d.data}
+		}
+		err := spool.PutMany(ctx, m.Spool, objs)
 		if !errors.Is(err, spool.ErrConflict) {
-			return nil, "", err
+			return err
 		}
-		// Another admit decided this token first: if it admitted this
-		// same request, there is nothing to say; otherwise the token is
-		// spent.
-		other, rerr := readAdmission(ctx, m, p.tokenID)
-		if rerr != nil {
-			return nil, "", rerr
+		for _, d := range batch {
+			if err := d.put(ctx, m); err != nil {
+				return err
+			}
 		}
-		mu.Lock()
-		reg.Admitted[p.tokenID] = other
-		mu.Unlock()
-		if other.NodeID == p.hostFP {
-			return nil, "", nil
-		}
-		return refuse(fmt.Sprintf("token already used: it admitted %s as identity %s at %s", other.Name, other.NodeID, other.AdmittedAt.Format(time.RFC3339)))
+		return nil
+	})
+}
+
+// seal makes the record of the decision.
+func (d *decision) seal(m *mesh.Mesh, now time.Time) error {
+	tid, fp := d.p.tokenID, d.p.hostFP
+	var err error
+	if d.adm != nil {
+		d.name = spool.AdmitName(tid)
+		d.data, err = bundle.SealTOML(d.adm, admitCtx(tid), m.Pair.Sign, m.Pair.Age.Recipient())
+		return err
 	}
-	mu.Lock()
-	reg.Admitted[p.tokenID] = adm
-	reg.add(adm)
-	mu.Unlock()
-	return adm, "", nil
+	d.refusal = &Refusal{Version: recordVersion, TokenID: tid, HostFP: fp, Reason: d.reason, RefusedAt: now.UTC()}
+	d.name = spool.RefusedName(tid, fp)
+	d.data, err = bundle.SealTOML(d.refusal, refusedCtx(tid, fp), m.Pair.Sign, m.Pair.Age.Recipient())
+	return err
+}
+
+// put writes the decision's record on its own.
+func (d *decision) put(ctx context.Context, m *mesh.Mesh) error {
+	err := m.Spool.Put(ctx, d.name, d.data)
+	if !errors.Is(err, spool.ErrConflict) {
+		return err
+	}
+	if d.adm == nil {
+		d.refusal = nil // another admit recorded this refusal first
+		return nil
+	}
+	// Another admit decided this token first.
+	d.other, err = readAdmission(ctx, m, d.p.tokenID)
+	return err
+}
+
+// apply enters a written decision in the registry and the result. A
+// refusal this admit wrote is entered as it is, so that refresh need not
+// read it back.
+func (d *decision) apply(reg *Registry, res *AdmitResult) {
+	p := d.p
+	if d.adm != nil {
+		reg.Admitted[p.tokenID] = d.adm
+		reg.add(d.adm)
+		res.Admitted = append(res.Admitted, Admitted{Name: d.adm.Name, NodeID: d.adm.NodeID, Replaces: d.adm.Replaces})
+		return
+	}
+	if d.refusal != nil {
+		reg.Refused[p.tokenID+"/"+p.hostFP] = d.refusal
+	}
+	res.Refused = append(res.Refused, Refused{TokenID: p.tokenID, HostFP: p.hostFP, Name: p.name(), Reason: d.reason})
 }
 
 // readAdmission reads the admission record of token tid.
@@ -335,16 +472,4 @@ func readAdmission(ctx context.Context, m *mesh.Mesh, tid string) (*Admission, e
 		return nil, fmt.Errorf("spool %s: object %s: %w", m.Spool, name, err)
 	}
 	return &a, nil
-}
-
-func recordRefusal(ctx context.Context, m *mesh.Mesh, tid, fp, reason string, now time.Time) error {
-	rf := Refusal{Version: recordVersion, TokenID: tid, HostFP: fp, Reason: reason, RefusedAt: now.UTC()}
-	data, err := bundle.SealTOML(rf, refusedCtx(tid, fp), m.Pair.Sign, m.Pair.Age.Recipient())
-	if err != nil {
-		return err
-	}
-	if err := m.Spool.Put(ctx, spool.RefusedName(tid, fp), data); err != nil && !errors.Is(err, spool.ErrConflict) {
-		return err
-	}
-	return nil
 }
