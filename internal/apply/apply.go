@@ -216,7 +216,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := bundle.SealTOML(rep, report.Ctx(nodeID, gen, seq), o.Identity.Pair.Sign, rcpt)
+	data, err := bundle.Seal(report.Marshal(rep), report.Ctx(nodeID, gen, seq), o.Identity.Pair.Sign, rcpt)
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,13 @@ func marshalTOML(v any, c Context) ([]byte, error) {
 	return p, nil
 }
 
+// DecodeTOMLStrict decodes the TOML payload p of a bundle made for c into
+// v as OpenTOML does, for a caller that opened the bundle itself: a key v
+// has no place for is an error naming it.
+func DecodeTOMLStrict(p []byte, c Context, v any) error {
+	return unmarshalTOML(p, c, v)
+}
+
 // unmarshalTOML decodes p into v and refuses keys v has no field for, so a
 // misspelt or newer key is never silently dropped.
 func unmarshalTOML(p []byte, c Context, v any) error {

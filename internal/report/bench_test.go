@@ -221,7 +221,7 @@ func (e *benchEnv) writeReport(sdir string, rcpt age.Recipient, i int, gen, seq 
 	if i%20 == 0 {
 		r.Lines[11] = outcome.Line{ID: "service:nginx", Status: outcome.Failed, Detail: "nginx.service is not active after start: failed (Result: exit-code)"}
 	}
-	data, err := bundle.SealTOML(r, Ctx(id, gen, seq), p.Sign, rcpt)
+	data, err := bundle.Seal(Marshal(&r), Ctx(id, gen, seq), p.Sign, rcpt)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/muster-tool/muster/internal/enrol"
 	"github.com/muster-tool/muster/internal/generation"
+	"github.com/muster-tool/muster/spool"
 )
 
 // cacheFixture is a small mesh with every kind of object report reads.
@@ -246,5 +247,46 @@ func TestCachePerSpool(t *testing.T) {
 	a, b := CachePath("/m/cache", "dir:/srv/spool"), CachePath("/m/cache", "dir:/media/usb/spool")
 	if a == b || filepath.Dir(a) != "/m/cache" {
 		t.Errorf("cache paths %s and %s", a, b)
+	}
+}
+
+// TestCacheSizes: a report on a directory spool knows objects by name, as
+// they never change; where the listing gives sizes for free it also
+// rereads an object whose size changed behind the spool's back.
+func TestCacheSizes(t *testing.T) {
+	f, ids := cacheFixture(t)
+	want := jsonOf(t, f.view(f.load(true), 0, Selection{All: true}))
+	f.sp.take()
+	names := f.m.Spool
+	f.m.Spool = listOnly{f.sp}
+	if got := jsonOf(t, f.view(f.load(true), 0, Selection{All: true})); got != want {
+		t.Errorf("listed with sizes:\n%s\nwant:\n%s", got, want)
+	}
+	if got := f.sp.take(); len(got) != 0 {
+		t.Errorf("listed with sizes, the cached run read %q, want nothing", got)
+	}
+
+	// Truncate web-2's report in place.
+	name := spool.ReportName(ids["web-2"].NodeID, 1, 1)
+	file := filepath.Join(f.dir, "spool", filepath.FromSlash(name))
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(file, 0o644)
+	if err := os.WriteFile(file, data[:len(data)/2], 0o444); err != nil {
+		t.Fatal(err)
+	}
+	f.m.Spool = names
+	if find(f.view(f.load(true), 1, Selection{}), "web-2").Status != Applied || len(f.sp.take()) != 0 {
+		t.Error("listed by name, a known report was read again")
+	}
+	f.m.Spool = listOnly{f.sp}
+	v := f.view(f.load(true), 1, Selection{})
+	if got := f.sp.take(); strings.Join(got, " ") != name {
+		t.Errorf("listed with sizes, the run read %q, want the changed %s", got, name)
+	}
+	if find(v, "web-2").Status != Outstanding || len(v.Refused) != 1 || v.Refused[0].Name != name {
+		t.Errorf("web-2 is %s, refused %+v: want its truncated report refused", find(v, "web-2").Status, v.Refused)
 	}
 }

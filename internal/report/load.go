@@ -248,25 +248,84 @@ func encodeLedger(entries []ledger.Entry) ([]byte, error) {
 }
 
 type listed struct {
+	nodeID   string
 	gen, seq uint64
-	size     int64
+	size     int64 // -1: not listed
 }
+
+// known reports whether the cache's facts are of exactly the reports
+// listed.
+func known(facts []reportFact, items []listed) bool {
+	if len(facts) != len(items) {
+		return false
+	}
+	for i, it := range items {
+		if f := &facts[i]; f.Gen != it.gen || f.Seq != it.seq || !sameSize(f.Size, it.size) {
+			return false
+		}
+	}
+	return true
+}
+
+// nameLister is a spool that lists names more cheaply than List, without
+// sizes: spool.Dir, whose List stats every object.
+type nameLister interface {
+	ListNames(ctx context.Context, prefix string, fn func(name string) error) error
+}
+
+// listObjects lists the objects under prefix with their sizes, or -1 for
+// the size where the spool can list names more cheaply without them.
+// Objects never change, so the name is what tells a new object from one
+// the cache has; the size, where it comes for free, also catches a file
+// replaced behind the spool's back.
+func listObjects(ctx context.Context, sp spool.Spool, prefix string, fn func(name string, size int64) error) error {
+	if nl, ok := sp.(nameLister); ok {
+		return nl.ListNames(ctx, prefix, func(name string) error { return fn(name, -1) })
+	}
+	return sp.List(ctx, prefix, func(i spool.Info) error { return fn(i.Name, i.Size) })
+}
+
+// sameSize reports whether a cached size matches a listed one; either is
+// -1 when it was never listed (a briefing's size is known only from a
+// listing).
+func sameSize(cached, listed int64) bool { return listed < 0 || cached < 0 || cached == listed }
 
 // loadReports lists every report, reuses what the cache knows and reads the
 // rest.
 func (s *State) loadReports(ctx context.Context) (map[string]*keptLedger, error) {
-	byNode := map[string][]listed{}
-	err := s.mesh.Spool.List(ctx, spool.ReportPrefix, func(i spool.Info) error {
-		nodeID, gen, seq, err := spool.ParseReportName(i.Name)
+	// One array for the whole listing, sized for what the cache knows:
+	// a spool of a hundred thousand reports lists them on every run.
+	n := 0
+	for _, nf := range s.cache.Nodes {
+		n += len(nf.Reports)
+	}
+	all := make([]listed, 0, n+n/8)
+	err := listObjects(ctx, s.mesh.Spool, spool.ReportPrefix, func(name string, size int64) error {
+		nodeID, gen, seq, err := spool.ParseReportName(name)
 		if err != nil {
 			return nil // spool verify reports strays
 		}
-		byNode[nodeID] = append(byNode[nodeID], listed{gen, seq, i.Size})
+		all = append(all, listed{nodeID, gen, seq, size})
 		s.Stats.Reports++
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	// The listing is in name order, so each node's reports come together,
+	// oldest first.
+	byNode := map[string][]listed{}
+	for i := 0; i < len(all); {
+		j := i + 1
+		for j < len(all) && all[j].nodeID == all[i].nodeID {
+			j++
+		}
+		if prev, ok := byNode[all[i].nodeID]; ok {
+			byNode[all[i].nodeID] = append(prev, all[i:j]...) // prev's capacity ends with it
+		} else {
+			byNode[all[i].nodeID] = all[i:j:j]
+		}
+		i = j
 	}
 	type job struct {
 		id   *enrol.Identity
@@ -291,6 +350,9 @@ func (s *State) loadReports(ctx context.Context) (map[string]*keptLedger, error)
 		}
 		nf := s.node(id)
 		old := nf.Reports
+		if known(old, items) {
+			continue // nothing new, the common case
+		}
 		facts := make([]reportFact, len(items))
 		var fresh []int
 		j := 0
@@ -299,7 +361,7 @@ func (s *State) loadReports(ctx context.Context) (map[string]*keptLedger, error)
 				j++
 				s.dirty = true // gone from the spool
 			}
-			if j < len(old) && old[j].Gen == it.gen && old[j].Seq == it.seq && old[j].Size == it.size {
+			if j < len(old) && old[j].Gen == it.gen && old[j].Seq == it.seq && sameSize(old[j].Size, it.size) {
 				facts[i] = old[j]
 				j++
 				continue
@@ -421,8 +483,14 @@ func (s *State) readReport(ctx context.Context, id *enrol.Identity, gen, seq uin
 		f.Err = fmt.Sprintf("identity %s of %s: %v", id.NodeID, id.Name, err)
 		return f, nil, nil
 	}
-	var r Report
-	if err := bundle.OpenTOML(data, Ctx(id.NodeID, gen, seq), s.mesh.Pair.Age, v, &r); err != nil {
+	c := Ctx(id.NodeID, gen, seq)
+	p, err := bundle.Open(data, c, s.mesh.Pair.Age, v)
+	if err != nil {
+		f.Err = err.Error()
+		return f, nil, nil
+	}
+	r, err := unmarshal(p, c)
+	if err != nil {
 		f.Err = err.Error()
 		return f, nil, nil
 	}
@@ -472,13 +540,13 @@ func (s *State) loadBriefings(ctx context.Context) error {
 		size int64
 	}
 	newest := map[string]newestBrief{}
-	err := s.mesh.Spool.List(ctx, spool.BriefPrefix, func(i spool.Info) error {
-		node, seq, err := spool.ParseBriefName(i.Name)
+	err := listObjects(ctx, s.mesh.Spool, spool.BriefPrefix, func(name string, size int64) error {
+		node, seq, err := spool.ParseBriefName(name)
 		if err != nil {
 			return nil // spool verify reports strays
 		}
 		if n, ok := newest[node]; !ok || seq > n.seq {
-			newest[node] = newestBrief{seq, i.Size}
+			newest[node] = newestBrief{seq, size}
 		}
 		return nil
 	})
@@ -505,7 +573,7 @@ func (s *State) loadBriefings(ctx context.Context) error {
 		}
 		s.Stats.Briefings++
 		nf := s.node(id)
-		if nf.Brief != nil && nf.Brief.Seq == n.seq && nf.Brief.Size == n.size {
+		if nf.Brief != nil && nf.Brief.Seq == n.seq && sameSize(nf.Brief.Size, n.size) {
 			continue
 		}
 		jobs = append(jobs, job{id, nf, n.seq, n.size})

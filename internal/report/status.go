@@ -449,6 +449,9 @@ func (s *State) objects(sel Selection) (refused, flagged []Object) {
 		}
 		for i := range nf.Reports {
 			f := &nf.Reports[i]
+			if f.Err == "" && !id.Revoked() && f.Misfiled == "" && f.Gen <= newest {
+				continue // counted, nothing to say
+			}
 			o := Object{Name: spool.ReportName(nodeID, f.Gen, f.Seq), Node: id.Name, NodeID: nodeID, Generation: f.Gen}
 			switch {
 			case f.Err != "":
@@ -461,7 +464,7 @@ func (s *State) objects(sel Selection) (refused, flagged []Object) {
 			case f.Misfiled != "":
 				o.Kind, o.Reason = FlaggedMisfiled, f.Misfiled
 				flagged = append(flagged, o)
-			case f.Gen > newest:
+			default: // f.Gen > newest
 				o.Kind = FlaggedNewer
 				if newest == 0 {
 					o.Reason = fmt.Sprintf("it claims generation %d, but no generation is committed", f.Gen)
