@@ -12,8 +12,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -54,7 +56,7 @@ func OpenDir(dir string) (*Dir, error) {
 	case !fi.IsDir():
 		return nil, fmt.Errorf("spool %s is not a directory", abs)
 	}
-	return &Dir{root: abs, readDir: readDirUnsorted, link: os.Link}, nil
+	return &Dir{root: abs, readDir: readDirEntries, link: os.Link}, nil
 }
 
 // String names the spool in messages: "dir:" and the absolute path.
@@ -263,34 +265,54 @@ func (d *Dir) Get(ctx context.Context, name string, max int64) ([]byte, error) {
 		max = DefaultMaxObject
 	}
 	file := d.file(name)
-	// Lstat first: List shows regular files only, so Get must not follow
-	// a symlink to something List would not show.
-	if _, err := d.stat("get", name); err != nil {
-		return nil, err
+	fd, err := openObject(file)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ELOOP):
+		// ELOOP: a symlink.
+		return nil, d.notFound(name)
+	case err != nil:
+		return nil, d.fail("get", name, &fs.PathError{Op: "open", Path: file, Err: err})
 	}
-	f, err := os.Open(file)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, d.notFound(name)
-		}
-		return nil, d.fail("get", name, err)
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nil, d.fail("get", name, &fs.PathError{Op: "stat", Path: file, Err: err})
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, d.fail("get", name, err)
-	}
-	if !fi.Mode().IsRegular() {
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		return nil, d.notFound(name)
 	}
-	if fi.Size() > max {
-		return nil, fmt.Errorf("spool %s: %s: %w (%d bytes, limit %d)", d, name, ErrTooLarge, fi.Size(), max)
+	if st.Size > max {
+		return nil, fmt.Errorf("spool %s: %s: %w (%d bytes, limit %d)", d, name, ErrTooLarge, st.Size, max)
 	}
-	data := make([]byte, fi.Size())
-	if _, err := io.ReadFull(f, data); err != nil {
-		return nil, d.fail("get", name, err)
+	data := make([]byte, st.Size)
+	for n := 0; n < len(data); {
+		m, err := syscall.Read(fd, data[n:])
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			return nil, d.fail("get", name, &fs.PathError{Op: "read", Path: file, Err: err})
+		case m == 0:
+			return nil, d.fail("get", name, &fs.PathError{Op: "read", Path: file, Err: io.ErrUnexpectedEOF})
+		}
+		n += m
 	}
 	return data, nil
+}
+
+// openObject opens an object's file for Get, which reads it whole with
+// system calls of its own: an os.File costs three more, for the runtime's
+// poller, which a regular file never uses. O_NOFOLLOW: List shows regular
+// files only, so Get must not follow a symlink to something List would
+// not show; O_NONBLOCK: nor wait for a writer on a FIFO left under an
+// object's name. What the name holds is checked once it is open.
+func openObject(file string) (int, error) {
+	for {
+		fd, err := syscall.Open(file, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+		if err != syscall.EINTR {
+			return fd, err
+		}
+	}
 }
 
 // Stat returns object name's size; see Spool.Stat.
@@ -353,6 +375,30 @@ func (d *Dir) Delete(ctx context.Context, name string) error {
 // one node's reports costs the same in a spool of ten nodes or ten
 // thousand.
 func (d *Dir) List(ctx context.Context, prefix string, fn func(Info) error) error {
+	return d.walk(ctx, prefix, func(name string, e fs.DirEntry) error {
+		fi, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // deleted while we listed
+		}
+		if err != nil {
+			return d.fail("list", name, err)
+		}
+		return fn(Info{Name: name, Size: fi.Size()})
+	})
+}
+
+// ListNames is List without the sizes: it calls fn with the name of each
+// object whose name starts with prefix, in lexical order. A directory
+// listing carries no sizes, so List costs a stat of every object; a caller
+// that knows objects by name alone (they never change) can skip them.
+// An object deleted while it is listed may still be named.
+func (d *Dir) ListNames(ctx context.Context, prefix string, fn func(name string) error) error {
+	return d.walk(ctx, prefix, func(name string, _ fs.DirEntry) error { return fn(name) })
+}
+
+// walk calls fn with the name and directory entry of each object whose
+// name starts with prefix, in lexical order.
+func (d *Dir) walk(ctx context.Context, prefix string, fn func(string, fs.DirEntry) error) error {
 	if err := ValidPrefix(prefix); err != nil {
 		return err
 	}
@@ -365,11 +411,16 @@ func (d *Dir) List(ctx context.Context, prefix string, fn func(Info) error) erro
 
 // list lists the objects in directory dir (an object-name prefix ending in
 // "/", or "" for the top) whose next segment starts with partial.
-func (d *Dir) list(ctx context.Context, dir, partial string, fn func(Info) error) error {
+func (d *Dir) list(ctx context.Context, dir, partial string, fn func(string, fs.DirEntry) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("spool %s: list %s: %w", d, dir, err)
 	}
 	ents, err := d.readDir(d.file(dir))
+	return d.listRead(ctx, dir, partial, ents, err, fn)
+}
+
+// listRead is list with directory dir already read.
+func (d *Dir) listRead(ctx context.Context, dir, partial string, ents []fs.DirEntry, err error, fn func(string, fs.DirEntry) error) error {
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return nil
 	}
@@ -380,7 +431,8 @@ func (d *Dir) list(ctx context.Context, dir, partial string, fn func(Info) error
 		key string // the name, plus "/" for a directory
 		ent fs.DirEntry
 	}
-	var keep []entry
+	keep := make([]entry, 0, len(ents))
+	var subdirs []string
 	for _, e := range ents {
 		n := e.Name()
 		// Skipped: temp files and anything else starting with a dot
@@ -401,32 +453,92 @@ func (d *Dir) list(ctx context.Context, dir, partial string, fn func(Info) error
 	slices.SortFunc(keep, func(a, b entry) int { return strings.Compare(a.key, b.key) })
 	for _, e := range keep {
 		if e.ent.IsDir() {
-			if err := d.list(ctx, dir+e.key, "", fn); err != nil {
+			subdirs = append(subdirs, d.file(dir+e.key))
+		}
+	}
+	ahead := d.readAhead(subdirs)
+	defer ahead.wait()
+	k := 0
+	for _, e := range keep {
+		if !e.ent.IsDir() {
+			if err := fn(dir+e.key, e.ent); err != nil {
 				return err
 			}
 			continue
 		}
-		fi, err := e.ent.Info()
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // deleted while we listed
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("spool %s: list %s: %w", d, dir+e.key, err)
 		}
-		if err != nil {
-			return d.fail("list", dir+e.key, err)
-		}
-		if err := fn(Info{Name: dir + e.key, Size: fi.Size()}); err != nil {
+		ents, err := ahead.get(k)
+		k++
+		if err := d.listRead(ctx, dir+e.key, "", ents, err, fn); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func readDirUnsorted(dir string) ([]fs.DirEntry, error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, err
+// readAheadWindow is how many directories list reads ahead of the one it
+// is walking. A large spool is mostly directories of a few objects each
+// (report/<nodeid>/, brief/<nodeid>/), and reading one is mostly system
+// calls, which other CPUs can make while the walk calls fn.
+const readAheadWindow = 16
+
+// readAhead reads directories in order, some ahead of the walk, a few at
+// once.
+type readAhead struct {
+	d     *Dir
+	paths []string
+	res   []chan dirListing
+	next  int           // paths[:next] are being read or were read
+	sem   chan struct{} // bounds the reads at once
+	wg    sync.WaitGroup
+}
+
+type dirListing struct {
+	ents []fs.DirEntry
+	err  error
+}
+
+func (d *Dir) readAhead(paths []string) *readAhead {
+	r := &readAhead{d: d, paths: paths, res: make([]chan dirListing, len(paths))}
+	if len(paths) > 1 {
+		r.sem = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
 	}
-	defer f.Close()
-	return f.ReadDir(-1)
+	return r
+}
+
+// get returns directory k's entries, and starts reading the ones after it.
+func (r *readAhead) get(k int) ([]fs.DirEntry, error) {
+	if r.sem == nil {
+		ents, err := r.d.readDir(r.paths[k])
+		return ents, err
+	}
+	for ; r.next < len(r.paths) && r.next <= k+readAheadWindow; r.next++ {
+		ch, path := make(chan dirListing, 1), r.paths[r.next]
+		r.res[r.next] = ch
+		r.wg.Go(func() {
+			r.sem <- struct{}{}
+			ents, err := r.d.readDir(path)
+			<-r.sem
+			ch <- dirListing{ents, err}
+		})
+	}
+	l := <-r.res[k]
+	r.res[k] = nil
+	return l.ents, l.err
+}
+
+// wait waits for the reads started, so that a walk that stops early
+// leaves nothing running.
+func (r *readAhead) wait() { r.wg.Wait() }
+
+// readDirEntries reads a directory. os.ReadDir opens it as a directory,
+// which os.Open does not: a plain open of a directory costs three more
+// system calls (the runtime's poller tries and fails to take it), a cost
+// paid for every node's directory. Its sorting is cheap beside that.
+func readDirEntries(dir string) ([]fs.DirEntry, error) {
+	return os.ReadDir(dir)
 }
 
 // Temps calls fn with the path and age of every temp file in the spool. A

@@ -72,4 +72,16 @@ func BenchmarkList100k(b *testing.B) {
 			}
 		})
 	}
+	// ListNames: the same walk without a stat of every object.
+	b.Run("all-names", func(b *testing.B) {
+		for b.Loop() {
+			n := 0
+			if err := d.ListNames(b.Context(), "", func(string) error { n++; return nil }); err != nil {
+				b.Fatal(err)
+			}
+			if n != 100000 {
+				b.Fatalf("listed %d objects", n)
+			}
+		}
+	})
 }

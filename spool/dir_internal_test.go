@@ -1,12 +1,15 @@
 package spool
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -36,11 +39,14 @@ func TestListReadsOnlyThePrefix(t *testing.T) {
 	if err := d.Put(ctx, CommitName(1), []byte("c")); err != nil {
 		t.Fatal(err)
 	}
+	var mu sync.Mutex
 	var read []string
 	d.readDir = func(dir string) ([]fs.DirEntry, error) {
 		rel, _ := filepath.Rel(d.root, dir)
+		mu.Lock()
 		read = append(read, filepath.ToSlash(rel))
-		return readDirUnsorted(dir)
+		mu.Unlock()
+		return readDirEntries(dir)
 	}
 	for _, tc := range []struct {
 		prefix  string
@@ -59,6 +65,7 @@ func TestListReadsOnlyThePrefix(t *testing.T) {
 		if err := d.List(ctx, tc.prefix, func(Info) error { objects++; return nil }); err != nil {
 			t.Fatal(err)
 		}
+		slices.Sort(read) // subdirectories are read ahead, in parallel
 		if objects != tc.objects || !slices.Equal(read, tc.read) {
 			t.Errorf("List(%q): %d objects reading %q, want %d reading %q", tc.prefix, objects, read, tc.objects, tc.read)
 		}
@@ -106,5 +113,97 @@ func TestNoHardLinks(t *testing.T) {
 	d.Temps(ctx, func(string, time.Duration) error { n++; return nil })
 	if n != 0 {
 		t.Errorf("%d temp files left", n)
+	}
+}
+
+// TestListReadAhead: subdirectories are read ahead and in parallel, yet
+// fn sees every object once, in order; List and ListNames agree; an error
+// from fn, a directory that cannot be read and a cancelled context each
+// stop the walk with that error.
+func TestListReadAhead(t *testing.T) {
+	d := openTestDir(t)
+	ctx := t.Context()
+	var want []string
+	for n := range 60 {
+		for g := range 3 {
+			name := ReportName(fmt.Sprintf("n%02d", n), uint64(g), 1)
+			if err := d.Put(ctx, name, []byte("r")); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, name)
+		}
+		name := fmt.Sprintf("report/n%02d.x", n) // sorts before report/n%02d/
+		if n%7 == 0 {
+			if err := d.Put(ctx, name, []byte("x")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, name := range []string{"a/b/c/d", "a/b/c/e", "a/b/d", "a/c", "b"} {
+		if err := d.Put(ctx, name, []byte("o")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, prefix := range []string{"", "report/", "report/n1", "a/", "a/b/c"} {
+		var listed, named []string
+		if err := d.List(ctx, prefix, func(i Info) error { listed = append(listed, i.Name); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.ListNames(ctx, prefix, func(n string) error { named = append(named, n); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.IsSorted(listed) || !slices.Equal(listed, named) || len(listed) == 0 {
+			t.Errorf("prefix %q: List gave %q, ListNames %q", prefix, listed, named)
+		}
+	}
+	var got []string
+	if err := d.ListNames(ctx, "report/n", func(n string) error {
+		if !strings.HasSuffix(n, ".x") {
+			got = append(got, n)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("listed %d reports, want %d in order", len(got), len(want))
+	}
+
+	stop := errors.New("stop")
+	n := 0
+	err := d.ListNames(ctx, "report/", func(string) error {
+		if n++; n == 40 {
+			return stop
+		}
+		return nil
+	})
+	if err != stop || n != 40 {
+		t.Errorf("fn's error after %d objects: %v", n, err)
+	}
+
+	broken := errors.New("disk on fire")
+	d.readDir = func(dir string) ([]fs.DirEntry, error) {
+		if filepath.Base(dir) == "n33" {
+			return nil, broken
+		}
+		return readDirEntries(dir)
+	}
+	n = 0
+	err = d.ListNames(ctx, "report/", func(string) error { n++; return nil })
+	if !errors.Is(err, broken) || !strings.Contains(err.Error(), "report/n33/") || n != 33*3+5 {
+		t.Errorf("a directory that cannot be read: %v after %d objects", err, n)
+	}
+	d.readDir = readDirEntries
+
+	cctx, cancel := context.WithCancel(ctx)
+	n = 0
+	err = d.ListNames(cctx, "report/", func(string) error {
+		if n++; n == 10 {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) || n > 12 {
+		t.Errorf("cancelled after 10 objects: %v after %d", err, n)
 	}
 }

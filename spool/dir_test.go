@@ -196,6 +196,13 @@ func TestForeignFilesInvisible(t *testing.T) {
 		if got := listNames(t, d, prefix); !slices.Equal(got, want) {
 			t.Errorf("List(%q) = %q, want only %q", prefix, got, want)
 		}
+		var named []string
+		if err := d.ListNames(ctx, prefix, func(n string) error { named = append(named, n); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(named, want) {
+			t.Errorf("ListNames(%q) = %q, want only %q", prefix, named, want)
+		}
 	}
 	// What List does not show, Get and Stat do not find.
 	for _, name := range []string{"report/n1/link", "report/n1/fifo"} {
