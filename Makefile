@@ -12,8 +12,8 @@ PREFIX  ?= /usr/local
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z]+:.*## /{printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## build bin/muster
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/muster
+build: ## build bin/muster (static, as the Debian package ships it)
+	CGO_ENABLED=$${CGO_ENABLED:-0} $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/muster
 
 test: ## install test tools if missing, then vet, unit tests with -race, testscripts
 	./scripts/test-deps.sh

@@ -59,7 +59,7 @@ mkdir -p "$M/bin" "$M/raw" "$RESULTS"
 RAW=$M/raw
 
 if [ -z "${MUSTER:-}" ]; then
-	(cd "$TOP" && go build -trimpath -o "$M/bin/muster" ./cmd/muster)
+	(cd "$TOP" && CGO_ENABLED=0 go build -trimpath -o "$M/bin/muster" ./cmd/muster) # static, as shipped
 	MUSTER=$M/bin/muster
 fi
 echo "muster: $("$MUSTER" version)" >"$RESULTS/muster-version.txt"

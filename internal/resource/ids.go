@@ -11,7 +11,8 @@ import (
 )
 
 // ids resolves owner and group names to numeric ids: on the live system
-// through the system's user database (os/user), under another root from that
+// through os/user (which, in muster's static build, reads /etc/passwd and
+// /etc/group: no NSS modules), under another root from that
 // root's etc/passwd and etc/group, since the image's users are what its files
 // must be owned by. Numeric ids are taken as they are. Results are cached for
 // the run.
