@@ -46,6 +46,9 @@ type Options struct {
 	// CheckTimeout bounds that self-check (upgrade.DefaultCheckTimeout
 	// if zero).
 	CheckTimeout time.Duration
+	// TuneGC lets the run set the garbage collector for a process of its
+	// own (see gc.go); only the apply command sets it.
+	TuneGC bool
 }
 
 // Result says what an apply did.
@@ -78,6 +81,8 @@ const sendGrace = time.Minute
 
 // Run performs one apply.
 func Run(ctx context.Context, o Options) (*Result, error) {
+	gc := tuneGC(o.TuneGC)
+	defer gc.done()
 	state := o.Config.State
 	lk, err := takeLock(state)
 	if err != nil {
@@ -126,6 +131,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	gc.declared(len(nd.Resources))
 	var notes []string
 	if !hadLedger && len(nd.Recovery) > 0 {
 		led = ledger.FromEntries(nd.Recovery)

@@ -96,6 +96,7 @@ muster apply --root /srv/images/web --config /srv/images/web.toml`,
 					Packages:   debian.New(root, debian.Options{Config: cfg.Apt.Options, Update: cfg.Apt.Update}),
 					Services:   systemd.New(root),
 					ConfigPath: env.Global.Config,
+					TuneGC:     true,
 				})
 				if err != nil {
 					if stopped := interrupted(ctx, *timeout); stopped != "" {
