@@ -27,8 +27,9 @@ type batchPutter interface {
 // PutMany puts every object with Put's guarantees, each object on its own
 // (create-if-absent, atomic, same bytes a no-op, different bytes
 // ErrConflict). Backends that can, make the whole batch durable with one
-// sync instead of one per object. It stops at the first error; objects
-// before it may have been written.
+// sync instead of one per object (a directory) or send its writes
+// concurrently (S3). It stops at the first error; other objects of the
+// batch may have been written.
 func PutMany(ctx context.Context, sp Spool, objs []Object) error {
 	if b, ok := sp.(batchPutter); ok {
 		return b.putMany(ctx, objs)

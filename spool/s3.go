@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/workpool"
 )
 
 // S3Config says where an S3 spool is and how hard to try reaching it.
@@ -277,6 +278,19 @@ var errExists = errors.New("exists")
 // gets 412 Precondition Failed and compares bytes. A store that ignores
 // If-None-Match leaves a window between the HEAD and the PUT in which a
 // second writer can replace the object (see doc.go).
+// s3BatchPuts bounds the PUTs PutMany has in flight on one S3 spool: a
+// store answers each on its own, so sending them one after another only
+// adds round trips.
+const s3BatchPuts = 32
+
+// putMany sends the batch's conditional PUTs s3BatchPuts at a time, each
+// with Put's guarantees; the first error stops new ones.
+func (s *S3) putMany(ctx context.Context, objs []Object) error {
+	return workpool.Run(ctx, len(objs), s3BatchPuts, func(i int) error {
+		return s.Put(ctx, objs[i].Name, objs[i].Data)
+	})
+}
+
 func (s *S3) Put(ctx context.Context, name string, data []byte) error {
 	if err := ValidName(name); err != nil {
 		return err

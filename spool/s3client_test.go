@@ -504,3 +504,92 @@ func TestS3OddPrefix(t *testing.T) {
 		t.Errorf("Stat after Delete: %v, want ErrNotFound", err)
 	}
 }
+
+// TestS3PutManyConcurrent checks that PutMany on S3 keeps several PUTs in
+// flight (a sequential batch would never have two at once) and that a
+// conflict in the batch is still ErrConflict.
+func TestS3PutManyConcurrent(t *testing.T) {
+	const n, want = 64, 4
+	var (
+		mu       sync.Mutex
+		inFlight int
+		most     int
+		gaveUp   bool
+		stored   = map[string][]byte{}
+	)
+	sp := fakeStore(t, func(w http.ResponseWriter, r *http.Request) {
+		key := strings.TrimPrefix(r.URL.Path, "/bucket/")
+		switch r.Method {
+		case http.MethodPut:
+			body := new(bytes.Buffer)
+			body.ReadFrom(r.Body)
+			mu.Lock()
+			inFlight++
+			most = max(most, inFlight)
+			_, exists := stored[key]
+			mu.Unlock()
+			// Hold the first requests until several are in flight, or
+			// give up waiting: a sequential client only ever has one.
+			deadline := time.After(2 * time.Second)
+			for {
+				mu.Lock()
+				enough := most >= want || gaveUp
+				mu.Unlock()
+				if enough {
+					break
+				}
+				select {
+				case <-deadline:
+					mu.Lock()
+					gaveUp = true
+					mu.Unlock()
+				case <-time.After(5 * time.Millisecond):
+					continue
+				}
+				break
+			}
+			mu.Lock()
+			inFlight--
+			if !exists {
+				stored[key] = body.Bytes()
+			}
+			mu.Unlock()
+			if exists {
+				s3Fail(w, http.StatusPreconditionFailed, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold")
+				return
+			}
+			w.WriteHeader(http.StatusOK)
+		case http.MethodGet, http.MethodHead:
+			mu.Lock()
+			data, ok := stored[key]
+			mu.Unlock()
+			if !ok {
+				s3Fail(w, http.StatusNotFound, "NoSuchKey", "The specified key does not exist.")
+				return
+			}
+			serveObject(w, r, data)
+		}
+	})
+	var objs []spool.Object
+	for i := range n {
+		objs = append(objs, spool.Object{Name: fmt.Sprintf("decl/b/%03d", i), Data: []byte(strconv.Itoa(i))})
+	}
+	if err := spool.PutMany(t.Context(), sp, objs); err != nil {
+		t.Fatal(err)
+	}
+	if most < want {
+		t.Errorf("at most %d PUTs were in flight at once, want at least %d", most, want)
+	}
+	for _, o := range objs {
+		if got := stored["p/"+o.Name]; !bytes.Equal(got, o.Data) {
+			t.Fatalf("%s: stored %q, want %q", o.Name, got, o.Data)
+		}
+	}
+	err := spool.PutMany(t.Context(), sp, []spool.Object{{Name: "decl/c/new", Data: []byte("n")}, {Name: "decl/b/007", Data: []byte("other")}})
+	if !errors.Is(err, spool.ErrConflict) {
+		t.Fatalf("conflicting batch: %v, want ErrConflict", err)
+	}
+	if got := stored["p/decl/b/007"]; string(got) != "7" {
+		t.Errorf("a conflicting batch changed an object: %q", got)
+	}
+}
