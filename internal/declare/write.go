@@ -15,6 +15,7 @@ import (
 	"github.com/muster-tool/muster/internal/generation"
 	"github.com/muster-tool/muster/internal/ledger"
 	"github.com/muster-tool/muster/internal/mesh"
+	"github.com/muster-tool/muster/internal/tomlfile"
 	"github.com/muster-tool/muster/internal/workpool"
 	"github.com/muster-tool/muster/spool"
 )
@@ -186,19 +187,9 @@ func (h declHeader) write(buf *bytes.Buffer) {
 // writeKey writes key = "value" as a TOML basic string.
 func writeKey(buf *bytes.Buffer, key, value string) {
 	buf.WriteString(key)
-	buf.WriteString(` = "`)
-	for _, r := range value {
-		switch {
-		case r == '"' || r == '\\':
-			buf.WriteByte('\\')
-			buf.WriteRune(r)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(buf, `\u%04X`, r)
-		default:
-			buf.WriteRune(r)
-		}
-	}
-	buf.WriteString("\"\n")
+	buf.WriteString(" = ")
+	buf.Write(tomlfile.AppendString(buf.AvailableBuffer(), value))
+	buf.WriteByte('\n')
 }
 
 type recoveryTable struct {

@@ -12,6 +12,7 @@ import (
 	"github.com/muster-tool/muster/internal/ledger"
 	"github.com/muster-tool/muster/internal/outcome"
 	"github.com/muster-tool/muster/internal/resource"
+	"github.com/muster-tool/muster/internal/tomlfile"
 )
 
 // A report's TOML is written and read by hand: the mesh reads every report
@@ -52,12 +53,12 @@ func marshalSize(r *Report) int {
 func appendReport(b []byte, r *Report) []byte {
 	b = append(b, "version = "...)
 	b = strconv.AppendInt(b, int64(r.Version), 10)
-	b = appendString(append(b, "\nnode = "...), r.Node)
-	b = appendString(append(b, "\nnode_id = "...), r.NodeID)
+	b = tomlfile.AppendString(append(b, "\nnode = "...), r.Node)
+	b = tomlfile.AppendString(append(b, "\nnode_id = "...), r.NodeID)
 	b = strconv.AppendUint(append(b, "\ngeneration = "...), r.Generation, 10)
 	b = appendTime(append(b, "\nstart = "...), r.Start)
 	b = appendTime(append(b, "\nend = "...), r.End)
-	b = appendString(append(b, "\nmuster = "...), r.Muster)
+	b = tomlfile.AppendString(append(b, "\nmuster = "...), r.Muster)
 	b = strconv.AppendUint(append(b, "\nnewest_seen = "...), r.NewestSeen, 10)
 	b = append(b, '\n')
 	// An empty but present list of lines is an empty array; absent
@@ -71,20 +72,20 @@ func appendReport(b []byte, r *Report) []byte {
 			if i > 0 {
 				b = append(b, ", "...)
 			}
-			b = appendString(b, n)
+			b = tomlfile.AppendString(b, n)
 		}
 		b = append(b, "]\n"...)
 	}
 	for _, l := range r.Lines {
-		b = appendString(append(b, "\n[[line]]\n  id = "...), l.ID)
-		b = appendString(append(b, "\n  status = "...), string(l.Status))
+		b = tomlfile.AppendString(append(b, "\n[[line]]\n  id = "...), l.ID)
+		b = tomlfile.AppendString(append(b, "\n  status = "...), string(l.Status))
 		b = append(b, '\n')
 		b = appendOptional(b, "  detail = ", l.Detail)
 		b = appendOptional(b, "  digest = ", l.Digest)
 	}
 	for _, e := range r.Ledger {
-		b = appendString(append(b, "\n[[ledger]]\n  id = "...), e.ID)
-		b = appendString(append(b, "\n  type = "...), string(e.Kind))
+		b = tomlfile.AppendString(append(b, "\n[[ledger]]\n  id = "...), e.ID)
+		b = tomlfile.AppendString(append(b, "\n  type = "...), string(e.Kind))
 		b = append(b, '\n')
 		b = appendOptional(b, "  path = ", e.Path)
 		b = appendOptional(b, "  name = ", e.Name)
@@ -101,61 +102,11 @@ func appendOptional(b []byte, key, s string) []byte {
 	if s == "" {
 		return b
 	}
-	return append(appendString(append(b, key...), s), '\n')
+	return append(tomlfile.AppendString(append(b, key...), s), '\n')
 }
 
 func appendTime(b []byte, t time.Time) []byte {
 	return t.UTC().AppendFormat(b, time.RFC3339Nano)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a TOML basic string: quotation mark and
-// backslash escaped, control characters (U+0000 to U+001F but tab and
-// friends, and U+007F) as \uXXXX, the rest of Unicode as it is.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0 // s[start:i] is still to be copied
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				b = append(append(b, s[start:i]...), "\uFFFD"...)
-				i++
-				start = i
-				continue
-			}
-			i += size
-			continue
-		}
-		if c >= 0x20 && c != 0x7f && c != '"' && c != '\\' {
-			i++
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"':
-			b = append(b, `\"`...)
-		case '\\':
-			b = append(b, `\\`...)
-		case '\b':
-			b = append(b, `\b`...)
-		case '\t':
-			b = append(b, `\t`...)
-		case '\n':
-			b = append(b, `\n`...)
-		case '\f':
-			b = append(b, `\f`...)
-		case '\r':
-			b = append(b, `\r`...)
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		i++
-		start = i
-	}
-	return append(append(b, s[start:]...), '"')
 }
 
 // Unmarshal decodes a report's TOML payload. A payload in the canonical
