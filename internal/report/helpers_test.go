@@ -41,7 +41,7 @@ func (c *countingSpool) Get(ctx context.Context, name string, max int64) ([]byte
 // ListNames passes the directory spool's listing without sizes through,
 // so the tests list as a report on a directory spool does.
 func (c *countingSpool) ListNames(ctx context.Context, prefix string, fn func(string) error) error {
-	return c.Spool.(nameLister).ListNames(ctx, prefix, fn)
+	return c.Spool.(*spool.Dir).ListNames(ctx, prefix, fn)
 }
 
 // listOnly hides ListNames: a spool, such as S3, whose listing comes with

@@ -267,24 +267,6 @@ func known(facts []reportFact, items []listed) bool {
 	return true
 }
 
-// nameLister is a spool that lists names more cheaply than List, without
-// sizes: spool.Dir, whose List stats every object.
-type nameLister interface {
-	ListNames(ctx context.Context, prefix string, fn func(name string) error) error
-}
-
-// listObjects lists the objects under prefix with their sizes, or -1 for
-// the size where the spool can list names more cheaply without them.
-// Objects never change, so the name is what tells a new object from one
-// the cache has; the size, where it comes for free, also catches a file
-// replaced behind the spool's back.
-func listObjects(ctx context.Context, sp spool.Spool, prefix string, fn func(name string, size int64) error) error {
-	if nl, ok := sp.(nameLister); ok {
-		return nl.ListNames(ctx, prefix, func(name string) error { return fn(name, -1) })
-	}
-	return sp.List(ctx, prefix, func(i spool.Info) error { return fn(i.Name, i.Size) })
-}
-
 // sameSize reports whether a cached size matches a listed one; either is
 // -1 when it was never listed (a briefing's size is known only from a
 // listing).
@@ -300,7 +282,8 @@ func (s *State) loadReports(ctx context.Context) (map[string]*keptLedger, error)
 		n += len(nf.Reports)
 	}
 	all := make([]listed, 0, n+n/8)
-	err := listObjects(ctx, s.mesh.Spool, spool.ReportPrefix, func(name string, size int64) error {
+	err := spool.ListQuick(ctx, s.mesh.Spool, spool.ReportPrefix, func(i spool.Info) error {
+		name, size := i.Name, i.Size
 		nodeID, gen, seq, err := spool.ParseReportName(name)
 		if err != nil {
 			return nil // spool verify reports strays
@@ -540,7 +523,8 @@ func (s *State) loadBriefings(ctx context.Context) error {
 		size int64
 	}
 	newest := map[string]newestBrief{}
-	err := listObjects(ctx, s.mesh.Spool, spool.BriefPrefix, func(name string, size int64) error {
+	err := spool.ListQuick(ctx, s.mesh.Spool, spool.BriefPrefix, func(i spool.Info) error {
+		name, size := i.Name, i.Size
 		node, seq, err := spool.ParseBriefName(name)
 		if err != nil {
 			return nil // spool verify reports strays
