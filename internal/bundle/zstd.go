@@ -8,62 +8,89 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// The encoders and decoder are built once: building them costs more than
-// compressing a typical declaration. All are safe for concurrent use.
+// The encoders and the decoder are each built once, on first use: building
+// one costs more than compressing a typical declaration, and a process that
+// only seals reports never needs the decoder or the larger encoders. All are
+// safe for concurrent use.
+//
+// A fresh encoder's first frame touches memory in proportion to its window,
+// which is much of the cost of sealing one report in a fresh process. So a
+// payload goes to the encoder with the smallest window that holds it whole:
+// every frame up to MaxWindow is single-segment, where the window bounds
+// only how far back the encoder looks, and a window that holds the whole
+// payload misses no match.
 var (
-	codecOnce sync.Once
-	encSmall  *zstd.Encoder // payloads up to MaxWindow
-	encLarge  *zstd.Encoder // larger payloads
-	decoder   *zstd.Decoder
-	codecErr  error
+	encoders = [...]lazyEncoder{
+		{window: smallWindow, single: true},
+		{window: MaxWindow, single: true},
+		// A single-segment frame always declares its content size, even
+		// below 256 bytes where a windowed frame leaves it out. Above
+		// the window, single-segment frames are many times slower to
+		// encode and decode, and windowed frames declare their size
+		// anyway.
+		{window: MaxWindow, single: false},
+	}
+	decoderOnce sync.Once
+	decoder     *zstd.Decoder
+	decoderErr  error
 )
+
+// smallWindow is the window of the encoder for payloads that fit in it.
+const smallWindow = 1 << 20
+
+type lazyEncoder struct {
+	window int
+	single bool
+	once   sync.Once
+	enc    *zstd.Encoder
+	err    error
+}
+
+func (l *lazyEncoder) get() (*zstd.Encoder, error) {
+	l.once.Do(func() {
+		l.enc, l.err = zstd.NewWriter(nil,
+			zstd.WithEncoderLevel(zstd.SpeedFastest),
+			zstd.WithWindowSize(l.window),
+			zstd.WithEncoderCRC(true),
+			zstd.WithZeroFrames(true),
+			zstd.WithLowerEncoderMem(true),
+			zstd.WithSingleSegment(l.single),
+		)
+	})
+	return l.enc, l.err
+}
 
 // maxBlock is zstd's Block_Maximum_Size: no block regenerates more.
 const maxBlock = 128 << 10
 
-func codecs() (small, large *zstd.Encoder, dec *zstd.Decoder, err error) {
-	codecOnce.Do(func() {
-		opts := []zstd.EOption{
-			zstd.WithEncoderLevel(zstd.SpeedFastest),
-			zstd.WithWindowSize(MaxWindow),
-			zstd.WithEncoderCRC(true),
-			zstd.WithZeroFrames(true),
-			zstd.WithLowerEncoderMem(true),
-		}
-		// A single-segment frame always declares its content size, even
-		// below 256 bytes where a windowed frame leaves it out. Above the
-		// window, single-segment frames are many times slower to encode
-		// and decode, and windowed frames declare their size anyway.
-		encSmall, codecErr = zstd.NewWriter(nil, append(opts, zstd.WithSingleSegment(true))...)
-		if codecErr != nil {
-			return
-		}
-		encLarge, codecErr = zstd.NewWriter(nil, append(opts, zstd.WithSingleSegment(false))...)
-		if codecErr != nil {
-			return
-		}
+func zstdDecoder() (*zstd.Decoder, error) {
+	decoderOnce.Do(func() {
 		// checkFrame has already bounded the declared size; these limits
 		// are the decoder's own backstop, one block above the largest
 		// frame a reader accepts so the frame-size check fires first.
-		decoder, codecErr = zstd.NewReader(nil,
+		decoder, decoderErr = zstd.NewReader(nil,
 			zstd.WithDecoderMaxMemory(MaxPayload+maxBlock),
 			zstd.WithDecoderMaxWindow(MaxPayload+maxBlock),
 			zstd.WithDecoderConcurrency(0),
 		)
 	})
-	return encSmall, encLarge, decoder, codecErr
+	return decoder, decoderErr
 }
 
 // appendCompressed appends payload as one zstd frame.
 func appendCompressed(dst, payload []byte) ([]byte, error) {
-	small, large, _, err := codecs()
+	l := &encoders[len(encoders)-1]
+	for i := range encoders {
+		if len(payload) <= encoders[i].window {
+			l = &encoders[i]
+			break
+		}
+	}
+	enc, err := l.get()
 	if err != nil {
 		return nil, err
 	}
-	if len(payload) > MaxWindow {
-		return large.EncodeAll(payload, dst), nil
-	}
-	return small.EncodeAll(payload, dst), nil
+	return enc.EncodeAll(payload, dst), nil
 }
 
 // frameInfo describes a zstd frame that passed checkFrame.
@@ -191,7 +218,7 @@ func decompress(b []byte, limit int, subj string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, _, dec, err := codecs()
+	dec, err := zstdDecoder()
 	if err != nil {
 		return nil, err
 	}
