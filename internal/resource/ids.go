@@ -19,23 +19,28 @@ import (
 type ids struct {
 	root  string
 	live  bool
-	cache map[string]int
+	cache map[idKey]int
 	files map[string]map[string]int // "passwd"/"group" -> name -> id
-	errs  map[string]error
+	errs  map[idKey]error
 }
 
+// idKey names one lookup: the database ("passwd", "group") and the name.
+type idKey struct{ db, name string }
+
 func newIDs(root string, live bool) *ids {
-	return &ids{root: root, live: live, cache: map[string]int{}, files: map[string]map[string]int{}, errs: map[string]error{}}
+	return &ids{root: root, live: live, cache: map[idKey]int{}, files: map[string]map[string]int{}, errs: map[idKey]error{}}
 }
 
 func (x *ids) user(name string) (int, error)  { return x.lookup("passwd", "owner", name) }
 func (x *ids) group(name string) (int, error) { return x.lookup("group", "group", name) }
 
 func (x *ids) lookup(db, what, name string) (int, error) {
-	if n, err := strconv.ParseUint(name, 10, 32); err == nil && n != 1<<32-1 {
-		return int(n), nil
+	if name != "" && name[0] >= '0' && name[0] <= '9' {
+		if n, err := strconv.ParseUint(name, 10, 32); err == nil && n != 1<<32-1 {
+			return int(n), nil
+		}
 	}
-	key := db + ":" + name
+	key := idKey{db, name}
 	if id, ok := x.cache[key]; ok {
 		return id, nil
 	}

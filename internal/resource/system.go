@@ -218,9 +218,11 @@ func (s *System) newRun(ctx context.Context, specs []Spec) *run {
 		changed: map[string]int{},
 	}
 	ids := newIDs(s.Root, r.live)
-	seen := map[string]*item{}
+	seen := make(map[string]*item, len(specs))
+	all := make([]item, len(specs))
 	for i := range specs {
-		it := &item{spec: &specs[i], mode: -1, uid: -1, gid: -1}
+		it := &all[i]
+		*it = item{spec: &specs[i], mode: -1, uid: -1, gid: -1}
 		r.items[i] = it
 		it.order = specs[i].Order
 		if it.order == 0 {
