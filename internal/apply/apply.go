@@ -96,13 +96,24 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	// Both state files are read before anything is changed, so a corrupt
-	// one stops the run before it touches the system.
+	// one stops the run before it touches the system. The generation and
+	// its declaration are fetched meanwhile: that only reads the spool
+	// (and fills the declaration cache).
 	st, hadState, err := loadState(state)
 	if err != nil {
 		return nil, err
 	}
+	nodeID := o.Identity.NodeID()
+	meshSign, err := o.Identity.Mesh.Verifier()
+	if err != nil {
+		return nil, err
+	}
+	start := o.Now()
+	fetched := make(chan fetch, 1)
+	go func() { fetched <- fetchNewest(ctx, o, meshSign, nodeID, st.Generation) }()
 	led, hadLedger, err := loadLedger(state)
 	if err != nil {
+		<-fetched
 		return nil, err
 	}
 	res := &Result{}
@@ -112,25 +123,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		sent, _ := flushOutbox(ctx, o.Spool, state)
 		res.Flushed = len(sent)
 	}
-	start := o.Now()
-	nodeID := o.Identity.NodeID()
-	meshSign, err := o.Identity.Mesh.Verifier()
-	if err != nil {
-		return nil, err
+	f := <-fetched
+	res.Newest = f.newest
+	if f.err != nil {
+		return nil, f.err
 	}
-	gen, commit, newest, err := findGeneration(ctx, o.Spool, nodeID, meshSign, st.Generation)
-	if err != nil {
-		return nil, err
-	}
-	res.Newest = newest
-	if gen == 0 {
+	if f.gen == 0 {
 		res.Nothing = true
 		return res, nil
 	}
-	nd, err := fetchDeclaration(ctx, o, meshSign, gen, commit.Run, nodeID)
-	if err != nil {
-		return nil, err
-	}
+	gen, commit, nd := f.gen, f.commit, f.nd
 	gc.declared(len(nd.Resources))
 	var notes []string
 	if !hadLedger && len(nd.Recovery) > 0 {
@@ -204,7 +206,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	rep := &report.Report{
 		Version: report.FormatVersion, Node: o.Config.Node, NodeID: nodeID, Generation: gen,
-		Start: start.UTC(), End: o.Now().UTC(), Muster: o.Version, NewestSeen: newest,
+		Start: start.UTC(), End: o.Now().UTC(), Muster: o.Version, NewestSeen: f.newest,
 		Lines: lines, Notes: notes, Ledger: newLedger.Entries(),
 	}
 	res.Generation, res.Report = gen, rep
@@ -431,6 +433,26 @@ func findGeneration(ctx context.Context, sp spool.Spool, nodeID string, meshSign
 		return 0, nil, newest, fault.Refusedf("rollback refused: generation %d, which this host applied, is no longer in spool %s and no newer one is declared for it", last, sp)
 	}
 	return 0, nil, newest, nil
+}
+
+// fetch is what fetchNewest found: the generation to apply (0: none), its
+// commit and this node's declaration, and the newest generation seen.
+type fetch struct {
+	gen, newest uint64
+	commit      *generation.Commit
+	nd          *generation.NodeDeclaration
+	err         error
+}
+
+// fetchNewest finds the generation to apply after last and fetches this
+// node's declaration of it.
+func fetchNewest(ctx context.Context, o Options, meshSign ed25519.PublicKey, nodeID string, last uint64) fetch {
+	var f fetch
+	f.gen, f.commit, f.newest, f.err = findGeneration(ctx, o.Spool, nodeID, meshSign, last)
+	if f.err == nil && f.gen != 0 {
+		f.nd, f.err = fetchDeclaration(ctx, o, meshSign, f.gen, f.commit.Run, nodeID)
+	}
+	return f
 }
 
 // fetchDeclaration reads this node's declaration of generation gen,
