@@ -116,6 +116,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		<-fetched
 		return nil, err
 	}
+	var known []resource.Fingerprint
+	if !o.DryRun {
+		known = loadFingerprints(state)
+	}
 	res := &Result{}
 	if !o.DryRun {
 		// Earlier reports first, oldest first; a failure here is
@@ -161,10 +165,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 
-	sys := &resource.System{Root: o.Root, Packages: o.Packages, Services: o.Services, DryRun: o.DryRun, Prune: nd.Prune}
+	sys := &resource.System{Root: o.Root, Packages: o.Packages, Services: o.Services, DryRun: o.DryRun, Prune: nd.Prune, Known: known, Now: o.Now}
 	up := upgrade.New(upgrade.Options{Root: o.Root, State: state, Config: o.ConfigPath, Spool: o.Config.Spool,
 		Packages: o.Packages, CheckTimeout: o.CheckTimeout, DryRun: o.DryRun, Now: o.Now}, st.FailedVersions)
 	results := up.Apply(ctx, sys, nd.Resources)
+	if !o.DryRun {
+		// A cache: a run goes on without it.
+		_ = keepFingerprints(state, known, sys.Fingerprints())
+	}
 	declared := make(map[string]bool, len(nd.Resources))
 	for _, s := range nd.Resources {
 		declared[s.ID()] = true

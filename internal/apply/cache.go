@@ -7,7 +7,6 @@ import (
 	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -98,20 +97,27 @@ func saveCachedDeclaration(dir string, sign ed25519.PrivateKey, name string, sum
 		return err
 	}
 	sealed := aead.Seal(nonce, nonce, plain, cacheAD(name, sum, version))
-	tmp, err := os.CreateTemp(dir, atomicfile.TempPrefix+cacheFile+"-*")
+	return replaceCache(dir, cacheFile, sealed)
+}
+
+// replaceCache replaces file name in dir with data, through a temp file and
+// a rename but without fsync: a cache torn by a crash is a miss, so it is
+// not worth a sync on every change.
+func replaceCache(dir, name string, data []byte) error {
+	tmp, err := os.CreateTemp(dir, atomicfile.TempPrefix+name+"-*")
 	if err != nil {
 		return err
 	}
-	_, err = tmp.Write(sealed)
+	_, err = tmp.Write(data)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(dir, cacheFile))
+		err = os.Rename(tmp.Name(), filepath.Join(dir, name))
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
-		return errors.Join(errors.New("write declaration cache"), err)
+		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
 	}
 	return nil
 }

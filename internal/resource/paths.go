@@ -224,7 +224,7 @@ func (r *run) changePath(it *item) error {
 		case err != nil:
 			it.before.err = err
 		default:
-			it.before.st, it.before.err = observePath(r.w, d, it.base, it.spec.Kind, it.spec.Content)
+			it.before.st, it.before.err = observePath(r.w, d, it.base, it.spec.Kind, it.spec.Content, nil)
 		}
 	}
 	if it.before.err != nil {

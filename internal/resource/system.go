@@ -14,6 +14,10 @@
 // changed only when its read-back matched; a change step that failed makes it
 // failed even if the read-back matched.
 //
+// The change phase's first look at a file that System.Known (the previous
+// run's Fingerprints) vouches for takes its content as declared without
+// reading it; the read-back reads every file regardless (see Fingerprint).
+//
 // Files are replaced through atomicfile.Batch: temp files staged beside their
 // targets, one syncfs, renames, one fsync per directory. When only the mode
 // or owner of a file differs it is fixed in place, without rewriting the
@@ -66,6 +70,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/muster-tool/muster/internal/atomicfile"
 	"github.com/muster-tool/muster/internal/outcome"
@@ -88,10 +93,20 @@ type System struct {
 	// left installed.
 	Prune bool
 
+	// Known holds the previous run's Fingerprints. The change phase of a
+	// run that is not a dry run takes a file they vouch for to hold its
+	// declared content without reading it; the read-back reads it all
+	// the same.
+	Known []Fingerprint
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+
 	// beforeReadBack, when set, runs between the change and read-back
 	// phases. Tests use it to undo a change and prove that only the
 	// read-back decides a line.
 	beforeReadBack func()
+	// last is the run of the last Apply, for Fingerprints.
+	last *run
 }
 
 // Result is the outcome of one spec.
@@ -143,6 +158,8 @@ type item struct {
 	// leave: an orphan muster leaves alone (a unit, a package without
 	// Prune); its line says so and nothing is read.
 	leave bool
+	// known: last run's fingerprint of the file, during the first look.
+	known *Fingerprint
 
 	before observed
 	after  observed
@@ -150,6 +167,8 @@ type item struct {
 	changed bool
 	removed bool
 	created bool
+	// verified: the read-back matched the spec.
+	verified bool
 	// fatal: a change step for this line failed; the line fails
 	// whatever its read-back says.
 	fatal error
@@ -183,6 +202,10 @@ type run struct {
 	seq     int
 	// changed maps each path changed in this run to when.
 	changed map[string]int
+	// known: last run's fingerprints, for the first look only.
+	known *knownFiles
+	// readBackAt: when the read-back began.
+	readBackAt time.Time
 }
 
 // Apply reconciles specs and reads every one of them back, returning one
@@ -204,6 +227,7 @@ func (s *System) Apply(ctx context.Context, specs []Spec) []Result {
 	for i, it := range r.items {
 		out[i] = r.result(it)
 	}
+	s.last = r
 	return out
 }
 
@@ -216,6 +240,9 @@ func (s *System) newRun(ctx context.Context, specs []Spec) *run {
 		links:   map[string]string{},
 		w:       newWorker(),
 		changed: map[string]int{},
+	}
+	if !s.DryRun && len(s.Known) > 0 {
+		r.known = &knownFiles{list: s.Known}
 	}
 	ids := newIDs(s.Root, r.live)
 	seen := make(map[string]*item, len(specs))
@@ -417,14 +444,16 @@ func (r *run) interrupted(it *item) bool {
 
 // observeBefore observes every path spec, in parallel.
 func (r *run) observeBefore() {
-	r.observePaths(r.t, func(it *item) *observed { return &it.before })
+	r.observePaths(r.t, r.known, func(it *item) *observed { return &it.before })
 	if r.s.DryRun {
 		r.observePackages(func(it *item) *observed { return &it.before })
 		r.observeServices(func(it *item) *observed { return &it.before })
 	}
 }
 
-func (r *run) observePaths(t *tree, dst func(*item) *observed) {
+// observePaths observes every path spec, in parallel. Fingerprints in
+// known spare reading the files they vouch for; nil reads every file.
+func (r *run) observePaths(t *tree, known *knownFiles, dst func(*item) *observed) {
 	if t == nil {
 		return
 	}
@@ -445,17 +474,22 @@ func (r *run) observePaths(t *tree, dst func(*item) *observed) {
 		default:
 			it.dir = d
 			todo = append(todo, it)
+			if known != nil && it.spec.Kind == File {
+				it.known = known.find(it.spec.Path)
+			}
 		}
 	}
 	parallel(todo, func(w *worker, it *item) {
 		o := dst(it)
-		o.st, o.err = observePath(w, it.dir, it.base, it.spec.Kind, it.spec.Content)
+		o.st, o.err = observePath(w, it.dir, it.base, it.spec.Kind, it.spec.Content, it.known)
+		it.known = nil
 	})
 }
 
 // readBack observes every spec again, through a fresh tree so that nothing
 // cached during the change phase can vouch for it.
 func (r *run) readBack() {
+	r.readBackAt = r.s.clock()
 	if r.t != nil {
 		r.t.close()
 		t, err := openTree(r.s.Root, r.links)
@@ -470,7 +504,7 @@ func (r *run) readBack() {
 			r.t = t
 		}
 	}
-	r.observePaths(r.t, func(it *item) *observed { return &it.after })
+	r.observePaths(r.t, nil, func(it *item) *observed { return &it.after })
 	r.observePackages(func(it *item) *observed { return &it.after })
 	r.observeServices(func(it *item) *observed { return &it.after })
 }
@@ -501,6 +535,7 @@ func (r *run) result(it *item) Result {
 		return res
 	}
 	res.Status = outcome.OK
+	it.verified = true
 	switch {
 	case it.removed:
 		res.Status = outcome.Removed
@@ -687,7 +722,7 @@ func (s *System) RemoveAll(ctx context.Context, specs []Spec) []Result {
 	slices.SortStableFunc(paths, func(a, b *item) int {
 		return cmp.Compare(strings.Count(b.spec.Path, "/"), strings.Count(a.spec.Path, "/"))
 	})
-	r.observePaths(r.t, func(it *item) *observed { return &it.before })
+	r.observePaths(r.t, nil, func(it *item) *observed { return &it.before })
 	out := make([]Result, len(specs))
 	if s.DryRun {
 		for i, it := range r.items {
@@ -732,4 +767,11 @@ func (r *run) dryOrphan(it *item) Result {
 		res.Status, res.Detail = outcome.Removed, "would remove"
 	}
 	return res
+}
+
+func (s *System) clock() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
 }

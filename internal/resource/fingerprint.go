@@ -1,0 +1,109 @@
+package resource
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A Fingerprint is what lstat said of a regular file when its content was
+// read back and matched its declaration, with that content's sha256. Given
+// last run's fingerprints (System.Known), the change phase takes a file whose
+// device, inode, size, modification and status-change times are all as
+// fingerprinted, and whose declared content has the fingerprinted digest, to
+// hold its declared content without reading it, as git's index does. The
+// read-back still reads every file: a fingerprint only spares the first
+// look, never vouches for a line. A file that was rewritten behind an
+// unchanged fingerprint (only possible by setting the clock back to the
+// nanosecond, or by writing to the block device) is not repaired in that
+// run; its read-back fails the line, which leaves it without a fingerprint,
+// so the next run reads and repairs it.
+type Fingerprint struct {
+	Path         string
+	Dev, Ino     uint64
+	Size         int64
+	Mtime, Ctime int64 // nanoseconds since the Unix epoch
+	Digest       [sha256.Size]byte
+}
+
+// FingerprintSettle: a file whose status changed less than this long before
+// its read-back began gets no fingerprint, because a write in the same
+// timestamp tick as that read could leave both times as they were (the
+// "racily clean" case of git's index). Two seconds cover filesystems whose
+// timestamps are that coarse.
+const FingerprintSettle = 2 * time.Second
+
+// fileStat is the part of an lstat that a Fingerprint keeps beyond State.
+type fileStat struct {
+	dev, ino     uint64
+	mtime, ctime int64
+}
+
+func fileStatOf(s *unix.Stat_t) fileStat {
+	return fileStat{dev: uint64(s.Dev), ino: s.Ino, mtime: s.Mtim.Nano(), ctime: s.Ctim.Nano()}
+}
+
+// vouches reports whether f describes the file s describes, with content
+// whose digest is that of content.
+func (f *Fingerprint) vouches(s *unix.Stat_t, content string) bool {
+	fs := fileStatOf(s)
+	return f.Dev == fs.dev && f.Ino == fs.ino && f.Size == s.Size && f.Mtime == fs.mtime && f.Ctime == fs.ctime &&
+		f.Size == int64(len(content)) && f.Digest == sha256.Sum256([]byte(content))
+}
+
+// knownFiles finds last run's fingerprint of each path. The fingerprints
+// come in declaration order, so a walk beside the specs finds them; a map
+// is built only when the declaration changed.
+type knownFiles struct {
+	list   []Fingerprint
+	next   int
+	byPath map[string]*Fingerprint
+}
+
+func (k *knownFiles) find(path string) *Fingerprint {
+	if k == nil || len(k.list) == 0 {
+		return nil
+	}
+	if k.byPath == nil {
+		if k.next < len(k.list) && k.list[k.next].Path == path {
+			k.next++
+			return &k.list[k.next-1]
+		}
+		k.byPath = make(map[string]*Fingerprint, len(k.list))
+		for i := range k.list {
+			k.byPath[k.list[i].Path] = &k.list[i]
+		}
+	}
+	return k.byPath[path]
+}
+
+// Fingerprints returns, after Apply, the fingerprints of the files whose
+// read-back matched and whose status last changed at least
+// FingerprintSettle before the read-back began, in declaration order. Give
+// them to the next run as System.Known.
+func (s *System) Fingerprints() []Fingerprint {
+	r := s.last
+	if r == nil || s.DryRun {
+		return nil
+	}
+	settled := r.readBackAt.Add(-FingerprintSettle).UnixNano()
+	var out []Fingerprint
+	for i, it := range r.items {
+		st := &it.after.st
+		if it.spec.Kind != File || !st.read || st.ctime > settled || !it.verified {
+			continue
+		}
+		fp := Fingerprint{Path: it.spec.Path, Dev: st.dev, Ino: st.ino, Size: st.Size, Mtime: st.mtime, Ctime: st.ctime}
+		if _, err := hex.Decode(fp.Digest[:], []byte(strings.TrimPrefix(st.Digest, "sha256:"))); err != nil {
+			continue
+		}
+		if out == nil {
+			out = make([]Fingerprint, 0, len(r.items)-i)
+		}
+		out = append(out, fp)
+	}
+	return out
+}
