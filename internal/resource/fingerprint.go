@@ -29,12 +29,28 @@ type Fingerprint struct {
 	Digest       [sha256.Size]byte
 }
 
-// FingerprintSettle: a file whose status changed less than this long before
-// its read-back began gets no fingerprint, because a write in the same
-// timestamp tick as that read could leave both times as they were (the
-// "racily clean" case of git's index). Two seconds cover filesystems whose
-// timestamps are that coarse.
-const FingerprintSettle = 2 * time.Second
+// A file gets a fingerprint only when its status last changed a while
+// before its read-back began: a write in the same timestamp tick as that
+// read could leave both its times as they were (the "racily clean" case of
+// git's index). File times come from the kernel's coarse clock, at most a
+// scheduler tick (10 ms at the slowest) behind the clock read here, so
+// FingerprintSettle is ten such ticks. A filesystem that keeps whole seconds
+// (both times without a nanosecond part: FAT, ext3's small inodes) gets
+// CoarseFingerprintSettle, which covers FAT's two-second steps.
+const (
+	FingerprintSettle       = 100 * time.Millisecond
+	CoarseFingerprintSettle = 3 * time.Second
+)
+
+// settled reports whether a file with these times, read back from
+// readBackAt on, may be fingerprinted.
+func settled(mtime, ctime int64, readBackAt time.Time) bool {
+	settle := FingerprintSettle
+	if mtime%int64(time.Second) == 0 && ctime%int64(time.Second) == 0 {
+		settle = CoarseFingerprintSettle
+	}
+	return ctime <= readBackAt.Add(-settle).UnixNano() && mtime <= readBackAt.Add(-settle).UnixNano()
+}
 
 // fileStat is the part of an lstat that a Fingerprint keeps beyond State.
 type fileStat struct {
@@ -81,19 +97,18 @@ func (k *knownFiles) find(path string) *Fingerprint {
 }
 
 // Fingerprints returns, after Apply, the fingerprints of the files whose
-// read-back matched and whose status last changed at least
-// FingerprintSettle before the read-back began, in declaration order. Give
-// them to the next run as System.Known.
+// read-back matched and whose times had settled (see FingerprintSettle)
+// when the read-back began, in declaration order. Give them to the next run
+// as System.Known.
 func (s *System) Fingerprints() []Fingerprint {
 	r := s.last
 	if r == nil || s.DryRun {
 		return nil
 	}
-	settled := r.readBackAt.Add(-FingerprintSettle).UnixNano()
 	var out []Fingerprint
 	for i, it := range r.items {
 		st := &it.after.st
-		if it.spec.Kind != File || !st.read || st.ctime > settled || !it.verified {
+		if it.spec.Kind != File || !st.read || !it.verified || !settled(st.mtime, st.ctime, r.readBackAt) {
 			continue
 		}
 		fp := Fingerprint{Path: it.spec.Path, Dev: st.dev, Ino: st.ino, Size: st.Size, Mtime: st.mtime, Ctime: st.ctime}

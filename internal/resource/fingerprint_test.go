@@ -136,3 +136,28 @@ func TestDryRunIgnoresFingerprints(t *testing.T) {
 		t.Errorf("dry run changed the file to %q", b)
 	}
 }
+
+func TestFingerprintSettle(t *testing.T) {
+	at := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	ns := func(d time.Duration) int64 { return at.Add(d).UnixNano() }
+	tests := []struct {
+		name         string
+		mtime, ctime int64
+		want         bool
+	}{
+		{"changed long before", ns(-time.Hour + 7), ns(-time.Hour + 7), true},
+		{"changed just before", ns(-time.Millisecond + 7), ns(-time.Millisecond + 7), false},
+		{"ctime just before, mtime old", ns(-time.Hour + 7), ns(-FingerprintSettle + 1), false},
+		{"settled exactly", ns(-FingerprintSettle - 7), ns(-FingerprintSettle), true},
+		{"mtime in the future", ns(time.Hour + 7), ns(-time.Hour + 7), false},
+		// Whole seconds: a coarse filesystem, which needs longer.
+		{"coarse, two seconds before", ns(-2 * time.Second), ns(-2 * time.Second), false},
+		{"coarse, four seconds before", ns(-4 * time.Second), ns(-4 * time.Second), true},
+		{"one time whole, the other not", ns(-2 * time.Second), ns(-2*time.Second + 7), true},
+	}
+	for _, tc := range tests {
+		if got := settled(tc.mtime, tc.ctime, at); got != tc.want {
+			t.Errorf("%s: settled %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
