@@ -173,9 +173,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		// A cache: a run goes on without it.
 		_ = keepFingerprints(state, known, sys.Fingerprints())
 	}
-	declared := make(map[string]bool, len(nd.Resources))
-	for _, s := range nd.Resources {
-		declared[s.ID()] = true
+	declared := make(map[string]bool, len(results))
+	for _, r := range results { // one per resource, in order, with its ID
+		declared[r.ID] = true
 	}
 	lines := make([]outcome.Line, 0, len(results))
 	newLedger := make(ledger.Ledger, len(results))

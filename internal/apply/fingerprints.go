@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"unsafe"
 
 	"github.com/muster-tool/muster/internal/resource"
 )
@@ -46,6 +47,8 @@ func loadFingerprints(dir string) []resource.Fingerprint {
 
 var errFingerprints = errors.New("fingerprints file is not whole")
 
+// decodeFingerprints decodes a fingerprints file. The paths point into
+// data, which must not be written afterwards.
 func decodeFingerprints(data []byte) ([]resource.Fingerprint, error) {
 	if len(data) < len(fingerprintHeader)+sha256.Size || !bytes.HasPrefix(data, []byte(fingerprintHeader)) {
 		return nil, errFingerprints
@@ -54,8 +57,8 @@ func decodeFingerprints(data []byte) ([]resource.Fingerprint, error) {
 	if sha256.Sum256(body) != [sha256.Size]byte(sum) {
 		return nil, errFingerprints
 	}
-	// One string holds every path.
-	text := string(body)
+	// The paths point into data, which is never written again.
+	text := unsafe.String(unsafe.SliceData(body), len(body))
 	p := len(fingerprintHeader)
 	uv := func() uint64 {
 		v, n := binary.Uvarint(body[p:])

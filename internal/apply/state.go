@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/muster-tool/muster/internal/tomlfile"
 
@@ -111,7 +112,9 @@ func loadLedger(dir string) (ledger.Ledger, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	l, err := parseLedger(string(data))
+	// The entries' strings point into the file's bytes, which are never
+	// written again: every page a fresh process touches costs it a fault.
+	l, err := parseLedger(unsafe.String(unsafe.SliceData(data), len(data)))
 	if err != nil {
 		return nil, false, fault.WithHint(fmt.Errorf("ledger %s is corrupt: %v", path, err), recoverHint(path))
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"strings"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -66,8 +67,11 @@ func fileStatOf(s *unix.Stat_t) fileStat {
 // whose digest is that of content.
 func (f *Fingerprint) vouches(s *unix.Stat_t, content string) bool {
 	fs := fileStatOf(s)
-	return f.Dev == fs.dev && f.Ino == fs.ino && f.Size == s.Size && f.Mtime == fs.mtime && f.Ctime == fs.ctime &&
-		f.Size == int64(len(content)) && f.Digest == sha256.Sum256([]byte(content))
+	if f.Dev != fs.dev || f.Ino != fs.ino || f.Size != s.Size || f.Mtime != fs.mtime || f.Ctime != fs.ctime || f.Size != int64(len(content)) {
+		return false
+	}
+	// Hashed in place: the content is only read.
+	return sha256.Sum256(unsafe.Slice(unsafe.StringData(content), len(content))) == f.Digest
 }
 
 // knownFiles finds last run's fingerprint of each path. The fingerprints
@@ -99,26 +103,41 @@ func (k *knownFiles) find(path string) *Fingerprint {
 // Fingerprints returns, after Apply, the fingerprints of the files whose
 // read-back matched and whose times had settled (see FingerprintSettle)
 // when the read-back began, in declaration order. Give them to the next run
-// as System.Known.
+// as System.Known. When they are the ones Known held, Known itself is
+// returned.
 func (s *System) Fingerprints() []Fingerprint {
 	r := s.last
 	if r == nil || s.DryRun {
 		return nil
 	}
 	var out []Fingerprint
+	n := 0 // fingerprints so far; while out is nil, equal to s.Known[:n]
 	for i, it := range r.items {
 		st := &it.after.st
 		if it.spec.Kind != File || !st.read || !it.verified || !settled(st.mtime, st.ctime, r.readBackAt) {
 			continue
 		}
 		fp := Fingerprint{Path: it.spec.Path, Dev: st.dev, Ino: st.ino, Size: st.Size, Mtime: st.mtime, Ctime: st.ctime}
-		if _, err := hex.Decode(fp.Digest[:], []byte(strings.TrimPrefix(st.Digest, "sha256:"))); err != nil {
+		h := strings.TrimPrefix(st.Digest, "sha256:")
+		if len(h) != hex.EncodedLen(len(fp.Digest)) {
+			continue
+		}
+		// Decoded in place: h is only read.
+		if _, err := hex.Decode(fp.Digest[:], unsafe.Slice(unsafe.StringData(h), len(h))); err != nil {
+			continue
+		}
+		if out == nil && n < len(s.Known) && s.Known[n] == fp {
+			n++
 			continue
 		}
 		if out == nil {
-			out = make([]Fingerprint, 0, len(r.items)-i)
+			out = make([]Fingerprint, n, n+len(r.items)-i)
+			copy(out, s.Known)
 		}
 		out = append(out, fp)
+	}
+	if out == nil {
+		return s.Known[:n:n]
 	}
 	return out
 }

@@ -117,6 +117,23 @@ func TestFingerprintsFromReadBack(t *testing.T) {
 	res := apply(t, s, specs[2], specs[1], specs[0])
 	wantStatus(t, res, specs[2].ID(), outcome.Changed)
 	wantStatus(t, res, specs[0].ID(), outcome.OK)
+
+	// Unchanged, the fingerprints are the ones given; where one file
+	// changed, only its fingerprint does.
+	apply(t, s, specs...)
+	s.Known = s.Fingerprints()
+	apply(t, s, specs...)
+	same := s.Fingerprints()
+	if len(same) != 2 || &same[0] != &s.Known[0] {
+		t.Errorf("unchanged fingerprints came back as a new list %+v", same)
+	}
+	write(t, root, "/etc/a.conf", "zz\n")
+	apply(t, s, specs...)
+	got := s.Fingerprints()
+	_, st = lstat(t, root, "/etc/a.conf")
+	if len(got) != 2 || got[0] != same[0] || got[1].Ino != st.Ino || got[1].Ctime != st.Ctim.Nano() || got[1].Digest != sha256.Sum256([]byte("ay\n")) {
+		t.Errorf("after a.conf was repaired: %+v", got)
+	}
 }
 
 // A dry run reads every file: what it shows does not rest on fingerprints.

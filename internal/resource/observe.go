@@ -25,7 +25,9 @@ type State struct {
 	Mode uint32
 	UID  int
 	GID  int
-	// Size and Digest ("sha256:<hex>") of a file's content.
+	// Size and Digest ("sha256:<hex>") of a file's content. Digest is
+	// empty when a Fingerprint vouched for the content instead of a
+	// read: the content is then the declared one (sameContent).
 	Size   int64
 	Digest string
 	// Target of a symlink.
@@ -58,30 +60,51 @@ type observed struct {
 
 // worker holds what one goroutine reuses across files.
 type worker struct {
-	buf []byte
+	buf []byte // allocated on first read
 	h   hash.Hash
 	sum []byte
 }
 
 func newWorker() *worker {
-	return &worker{buf: make([]byte, 32<<10), h: sha256.New(), sum: make([]byte, 0, sha256.Size)}
+	return &worker{h: sha256.New(), sum: make([]byte, 0, sha256.Size)}
 }
 
-// parallel runs f over items on up to GOMAXPROCS goroutines.
-func parallel(items []*item, f func(*worker, *item)) {
+// readBuf returns the worker's read buffer.
+func (w *worker) readBuf() []byte {
+	if w.buf == nil {
+		w.buf = make([]byte, 32<<10)
+	}
+	return w.buf
+}
+
+// workers keeps one worker per goroutine of parallel, for all of a run's
+// passes.
+type workers []*worker
+
+func (ws *workers) get(i int) *worker {
+	for len(*ws) <= i {
+		*ws = append(*ws, newWorker())
+	}
+	return (*ws)[i]
+}
+
+// parallel runs f over items on up to GOMAXPROCS goroutines, the i-th with
+// worker i of ws.
+func parallel(ws *workers, items []*item, f func(*worker, *item)) {
 	n := min(runtime.GOMAXPROCS(0), (len(items)+63)/64)
 	if n <= 1 {
-		w := newWorker()
+		w := ws.get(0)
 		for _, it := range items {
 			f(w, it)
 		}
 		return
 	}
+	ws.get(n - 1)
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range n {
+	for i := range n {
 		wg.Go(func() {
-			w := newWorker()
+			w := (*ws)[i]
 			for {
 				i := int(next.Add(16)) - 16
 				if i >= len(items) {
@@ -118,8 +141,8 @@ func observePath(w *worker, d *os.File, base string, kind Kind, content string, 
 		}
 		st.Target = t
 	case st.Type == File && kind == File && known != nil && known.vouches(&s, content):
+		// Digest stays empty: the content is the declared one.
 		st.sameContent = true
-		st.Digest = digestString(known.Digest[:])
 	case st.Type == File && kind == File:
 		if err := readFile(w, d, base, &s, &st, content); err != nil {
 			return st, err
@@ -175,7 +198,7 @@ func readFile(w *worker, d *os.File, base string, s *unix.Stat_t, st *State, con
 	same := true
 	var off int64
 	for {
-		n, err := unix.Read(fd, w.buf)
+		n, err := unix.Read(fd, w.readBuf())
 		if err == unix.EINTR {
 			continue
 		}

@@ -202,6 +202,8 @@ type run struct {
 	seq     int
 	// changed maps each path changed in this run to when.
 	changed map[string]int
+	// workers: one per goroutine observing paths.
+	workers workers
 	// known: last run's fingerprints, for the first look only.
 	known *knownFiles
 	// readBackAt: when the read-back began.
@@ -479,7 +481,7 @@ func (r *run) observePaths(t *tree, known *knownFiles, dst func(*item) *observed
 			}
 		}
 	}
-	parallel(todo, func(w *worker, it *item) {
+	parallel(&r.workers, todo, func(w *worker, it *item) {
 		o := dst(it)
 		o.st, o.err = observePath(w, it.dir, it.base, it.spec.Kind, it.spec.Content, it.known)
 		it.known = nil
