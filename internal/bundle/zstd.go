@@ -2,25 +2,26 @@ package bundle
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
+	"runtime"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
 )
 
-// The encoders and the decoder are each built once, on first use: building
-// one costs more than compressing a typical declaration, and a process that
-// only seals reports never needs the decoder or the larger encoders. All are
-// safe for concurrent use.
+// The decoder is built once, on first use; encoders are built as needed and
+// kept in pools. A process that only seals reports never builds the decoder
+// or the larger encoders.
 //
 // A fresh encoder's first frame touches memory in proportion to its window,
 // which is much of the cost of sealing one report in a fresh process. So a
-// payload goes to the encoder with the smallest window that holds it whole:
-// every frame up to MaxWindow is single-segment, where the window bounds
-// only how far back the encoder looks, and a window that holds the whole
-// payload misses no match.
+// payload goes to the encoders with the smallest window that holds it
+// whole: every frame up to MaxWindow is single-segment, where the window
+// bounds only how far back the encoder looks, and a window that holds the
+// whole payload misses no match.
 var (
-	encoders = [...]lazyEncoder{
+	encoders = [...]encoderPool{
 		{window: smallWindow, single: true},
 		{window: MaxWindow, single: true},
 		// A single-segment frame always declares its content size, even
@@ -35,29 +36,103 @@ var (
 	decoderErr  error
 )
 
-// smallWindow is the window of the encoder for payloads that fit in it.
+// smallWindow is the window of the encoders for payloads that fit in it.
 const smallWindow = 1 << 20
 
-type lazyEncoder struct {
+// An encoderPool hands out encoders of one configuration, each to one
+// goroutine at a time, the most recently returned first: a process that
+// seals one bundle at a time keeps to the one encoder whose memory it has
+// already touched (see Prepare).
+type encoderPool struct {
 	window int
 	single bool
-	once   sync.Once
-	enc    *zstd.Encoder
-	err    error
+	mu     sync.Mutex
+	free   []*zstd.Encoder
 }
 
-func (l *lazyEncoder) get() (*zstd.Encoder, error) {
-	l.once.Do(func() {
-		l.enc, l.err = zstd.NewWriter(nil,
-			zstd.WithEncoderLevel(zstd.SpeedFastest),
-			zstd.WithWindowSize(l.window),
-			zstd.WithEncoderCRC(true),
-			zstd.WithZeroFrames(true),
-			zstd.WithLowerEncoderMem(true),
-			zstd.WithSingleSegment(l.single),
-		)
-	})
-	return l.enc, l.err
+// encoderFor returns the pool whose encoders take a payload of n bytes.
+func encoderFor(n int) *encoderPool {
+	for i := range encoders {
+		if n <= encoders[i].window {
+			return &encoders[i]
+		}
+	}
+	return &encoders[len(encoders)-1]
+}
+
+func (p *encoderPool) get() (*zstd.Encoder, error) {
+	p.mu.Lock()
+	if n := len(p.free); n > 0 {
+		e := p.free[n-1]
+		p.free = p.free[:n-1]
+		p.mu.Unlock()
+		return e, nil
+	}
+	p.mu.Unlock()
+	return zstd.NewWriter(nil,
+		zstd.WithEncoderLevel(zstd.SpeedFastest),
+		zstd.WithWindowSize(p.window),
+		zstd.WithEncoderCRC(true),
+		zstd.WithZeroFrames(true),
+		zstd.WithLowerEncoderMem(true),
+		zstd.WithSingleSegment(p.single),
+		zstd.WithEncoderConcurrency(1),
+	)
+}
+
+func (p *encoderPool) put(e *zstd.Encoder) {
+	p.mu.Lock()
+	// Idle encoders beyond what the cores can use are left to the
+	// collector.
+	if len(p.free) < 2*runtime.GOMAXPROCS(0) {
+		p.free = append(p.free, e)
+	}
+	p.mu.Unlock()
+}
+
+// Prepare readies an encoder for a payload of about size bytes by
+// compressing that much filler once, so that its tables and buffers are
+// memory this process has touched when a Seal or Sign needs them. In a
+// short-lived process a fresh encoder's first frame costs more in page
+// faults than in compression: a caller with a core to spare before the one
+// bundle it seals (apply, while it reads back a host) runs Prepare in a
+// goroutine. A Seal that starts before Prepare ends builds its own encoder.
+func Prepare(size int) {
+	size = min(max(size, 0), MaxWindow)
+	p := encoderFor(size)
+	e, err := p.get()
+	if err != nil {
+		return
+	}
+	e.EncodeAll(filler(size), nil)
+	p.put(e)
+}
+
+// filler returns n bytes shaped like a bundle's TOML: short keys and
+// quoted hex, repeating structure around incompressible digests.
+func filler(n int) []byte {
+	b := make([]byte, 0, n+128)
+	x := uint64(0x9e3779b97f4a7c15)
+	for len(b) < n {
+		b = append(b, "[[line]]\nid = \"file:/srv/"...)
+		for range 2 {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			b = binary.BigEndian.AppendUint64(b, x)
+		}
+		b = append(b, "\"\ndigest = \"sha256:"...)
+		for range 4 {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			var w [8]byte
+			binary.BigEndian.PutUint64(w[:], x)
+			b = hex.AppendEncode(b, w[:])
+		}
+		b = append(b, "\"\n\n"...)
+	}
+	return b[:n]
 }
 
 // maxBlock is zstd's Block_Maximum_Size: no block regenerates more.
@@ -79,18 +154,14 @@ func zstdDecoder() (*zstd.Decoder, error) {
 
 // appendCompressed appends payload as one zstd frame.
 func appendCompressed(dst, payload []byte) ([]byte, error) {
-	l := &encoders[len(encoders)-1]
-	for i := range encoders {
-		if len(payload) <= encoders[i].window {
-			l = &encoders[i]
-			break
-		}
-	}
-	enc, err := l.get()
+	p := encoderFor(len(payload))
+	enc, err := p.get()
 	if err != nil {
 		return nil, err
 	}
-	return enc.EncodeAll(payload, dst), nil
+	dst = enc.EncodeAll(payload, dst)
+	p.put(enc)
+	return dst, nil
 }
 
 // frameInfo describes a zstd frame that passed checkFrame.
