@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/muster-tool/muster/internal/edsig"
+
 	"filippo.io/age"
 )
 
@@ -42,7 +44,7 @@ func record(m Mode, payload []byte, c Context, signer ed25519.PrivateKey) ([]byt
 		return nil, fmt.Errorf("%s: %w: compressed payload is %d bytes, limit is %d", subj, ErrTooLarge, n, MaxCompressed)
 	}
 	binary.BigEndian.PutUint32(msg[lenAt:], uint32(n))
-	msg = append(msg, ed25519.Sign(signer, msg)...)
+	msg = append(msg, edsig.Sign(signer, msg)...)
 	return msg[len(prefix):], nil
 }
 

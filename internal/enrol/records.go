@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/muster-tool/muster/internal/edsig"
+
 	"github.com/muster-tool/muster/internal/bundle"
 	"github.com/muster-tool/muster/internal/keys"
 	"github.com/muster-tool/muster/spool"
@@ -123,7 +125,7 @@ func decodeKey(s string) (ed25519.PublicKey, error) {
 }
 
 func encodeSig(k ed25519.PrivateKey, msg []byte) string {
-	return base64.RawURLEncoding.EncodeToString(ed25519.Sign(k, msg))
+	return base64.RawURLEncoding.EncodeToString(edsig.Sign(k, msg))
 }
 
 func verifySig(pub ed25519.PublicKey, msg []byte, sig string) bool {

@@ -21,6 +21,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/muster-tool/muster/internal/edsig"
+
 	"filippo.io/age"
 
 	"github.com/muster-tool/muster/internal/atomicfile"
@@ -192,5 +194,5 @@ func Load(dir, role string) (*Pair, []string, error) {
 	if !ok || derr != nil || len(seed) != ed25519.SeedSize {
 		return nil, warnings, fmt.Errorf("key file %s: not a muster signing key", signFile(dir, role))
 	}
-	return &Pair{Age: id, Sign: ed25519.NewKeyFromSeed(seed)}, warnings, nil
+	return &Pair{Age: id, Sign: edsig.NewKeyFromSeed(seed)}, warnings, nil
 }

@@ -31,6 +31,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/muster-tool/muster/internal/edsig"
 )
 
 // Prefix starts every token.
@@ -101,7 +103,7 @@ func (t *Token) ProofKey() ed25519.PrivateKey {
 	h := sha256.New()
 	h.Write([]byte("muster-token-proof-v1"))
 	h.Write(t.Secret[:])
-	return ed25519.NewKeyFromSeed(h.Sum(nil))
+	return edsig.NewKeyFromSeed(h.Sum(nil))
 }
 
 // Verifier is the public half of the proof key: what the mesh keeps.

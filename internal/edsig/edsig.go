@@ -1,0 +1,80 @@
+// Package edsig signs with Ed25519 exactly as crypto/ed25519 does, byte for
+// byte, without the table of base-point multiples that crypto/ed25519
+// builds the first time a process derives a key or signs. Building that
+// table costs a fresh process about as much as thirty signatures; apply,
+// and every other command that signs once or twice, would pay it on every
+// run. After tableAfter keys and signatures in one process the table has
+// paid for itself, and edsig hands over to crypto/ed25519.
+//
+// The scalar multiplication used instead is the constant-time one of
+// filippo.io/edwards25519, the same code crypto/ed25519 is built from.
+package edsig
+
+import (
+	"crypto/ed25519"
+	"crypto/sha512"
+	"sync/atomic"
+
+	"filippo.io/edwards25519"
+)
+
+// tableAfter is how many keys and signatures a process makes without the
+// table.
+const tableAfter = 16
+
+var uses atomic.Int64
+
+// withTable reports whether this operation should go to crypto/ed25519.
+func withTable() bool { return uses.Add(1) > tableAfter }
+
+// NewKeyFromSeed is ed25519.NewKeyFromSeed. It panics, as that does, if
+// seed is not ed25519.SeedSize bytes.
+func NewKeyFromSeed(seed []byte) ed25519.PrivateKey {
+	if len(seed) != ed25519.SeedSize || withTable() {
+		return ed25519.NewKeyFromSeed(seed)
+	}
+	h := sha512.Sum512(seed)
+	s, err := edwards25519.NewScalar().SetBytesWithClamping(h[:32])
+	if err != nil {
+		panic("edsig: " + err.Error())
+	}
+	pub := new(edwards25519.Point).ScalarMult(s, edwards25519.NewGeneratorPoint()).Bytes()
+	priv := make(ed25519.PrivateKey, ed25519.PrivateKeySize)
+	copy(priv, seed)
+	copy(priv[ed25519.SeedSize:], pub)
+	return priv
+}
+
+// Sign is ed25519.Sign (pure Ed25519, RFC 8032). It panics, as that does,
+// if priv is not ed25519.PrivateKeySize bytes.
+func Sign(priv ed25519.PrivateKey, msg []byte) []byte {
+	if len(priv) != ed25519.PrivateKeySize || withTable() {
+		return ed25519.Sign(priv, msg)
+	}
+	seed, pub := priv[:ed25519.SeedSize], priv[ed25519.SeedSize:]
+	h := sha512.Sum512(seed)
+	s, err := edwards25519.NewScalar().SetBytesWithClamping(h[:32])
+	if err != nil {
+		panic("edsig: " + err.Error())
+	}
+	d := sha512.New()
+	d.Write(h[32:])
+	d.Write(msg)
+	var buf [sha512.Size]byte
+	r, err := edwards25519.NewScalar().SetUniformBytes(d.Sum(buf[:0]))
+	if err != nil {
+		panic("edsig: " + err.Error())
+	}
+	R := new(edwards25519.Point).ScalarMult(r, edwards25519.NewGeneratorPoint()).Bytes()
+	d.Reset()
+	d.Write(R)
+	d.Write(pub)
+	d.Write(msg)
+	k, err := edwards25519.NewScalar().SetUniformBytes(d.Sum(buf[:0]))
+	if err != nil {
+		panic("edsig: " + err.Error())
+	}
+	S := edwards25519.NewScalar().MultiplyAdd(k, s, r)
+	sig := make([]byte, 0, ed25519.SignatureSize)
+	return append(append(sig, R...), S.Bytes()...)
+}

@@ -1,0 +1,55 @@
+package edsig
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/hex"
+	"testing"
+)
+
+// Keys and signatures are crypto/ed25519's, byte for byte, before and
+// after the hand-over to it.
+func TestSameAsStandardLibrary(t *testing.T) {
+	for i := range 3 * tableAfter {
+		seed := make([]byte, ed25519.SeedSize)
+		rand.Read(seed)
+		msg := make([]byte, i*37)
+		rand.Read(msg)
+		want := ed25519.NewKeyFromSeed(seed)
+		got := NewKeyFromSeed(seed)
+		if !got.Equal(want) {
+			t.Fatalf("key %d: %x, want %x", i, got, want)
+		}
+		sig := Sign(got, msg)
+		if wantSig := ed25519.Sign(want, msg); string(sig) != string(wantSig) {
+			t.Fatalf("signature %d: %x, want %x", i, sig, wantSig)
+		}
+		if !ed25519.Verify(want.Public().(ed25519.PublicKey), msg, sig) {
+			t.Fatalf("signature %d does not verify", i)
+		}
+	}
+}
+
+// RFC 8032, section 7.1, TEST 3.
+func TestVector(t *testing.T) {
+	uses.Store(0)
+	seed := unhex(t, "c5aa8df43f9f837bedb7442f31dcb7b166d38535076f094b85ce3a2e0b4458f7")
+	priv := NewKeyFromSeed(seed)
+	if got, want := priv[32:], unhex(t, "fc51cd8e6218a1a38da47ed00230f0580816ed13ba3303ac5deb911548908025"); string(got) != string(want) {
+		t.Errorf("public key %x, want %x", got, want)
+	}
+	sig := Sign(priv, unhex(t, "af82"))
+	want := unhex(t, "6291d657deec24024827e69c3abe01a30ce548a284743a445e3680d7db5ac3ac18ff9b538d16f290ae67f760984dc6594a7c15e9716ed28dc027beceea1ec40a")
+	if string(sig) != string(want) {
+		t.Errorf("signature %x, want %x", sig, want)
+	}
+}
+
+func unhex(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
