@@ -168,12 +168,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	sys := &resource.System{Root: o.Root, Packages: o.Packages, Services: o.Services, DryRun: o.DryRun, Prune: nd.Prune, Known: known, Now: o.Now}
 	up := upgrade.New(upgrade.Options{Root: o.Root, State: state, Config: o.ConfigPath, Spool: o.Config.Spool,
 		Packages: o.Packages, CheckTimeout: o.CheckTimeout, DryRun: o.DryRun, Now: o.Now}, st.FailedVersions)
-	if !o.DryRun {
-		// The report is sealed once the host is read back; a core that
-		// would otherwise wait while this one resolves the declaration
-		// readies the encoder meanwhile.
-		go bundle.Prepare(reportSizeHint * len(nd.Resources))
-	}
 	results := up.Apply(ctx, sys, nd.Resources)
 	if !o.DryRun {
 		// A cache: a run goes on without it.
@@ -303,10 +297,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	return res, nil
 }
-
-// reportSizeHint is about how many bytes of a report's TOML each resource
-// takes: its line and its ledger entry.
-const reportSizeHint = 320
 
 // RepoDir is where, below the state directory, the mesh's package
 // repository is materialized; RepoLineID is the report line of a

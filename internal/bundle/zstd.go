@@ -2,7 +2,6 @@ package bundle
 
 import (
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"runtime"
 	"sync"
@@ -41,8 +40,8 @@ const smallWindow = 1 << 20
 
 // An encoderPool hands out encoders of one configuration, each to one
 // goroutine at a time, the most recently returned first: a process that
-// seals one bundle at a time keeps to the one encoder whose memory it has
-// already touched (see Prepare).
+// seals one bundle at a time builds one encoder and keeps to it, the one
+// whose memory it has already touched.
 type encoderPool struct {
 	window int
 	single bool
@@ -88,51 +87,6 @@ func (p *encoderPool) put(e *zstd.Encoder) {
 		p.free = append(p.free, e)
 	}
 	p.mu.Unlock()
-}
-
-// Prepare readies an encoder for a payload of about size bytes by
-// compressing that much filler once, so that its tables and buffers are
-// memory this process has touched when a Seal or Sign needs them. In a
-// short-lived process a fresh encoder's first frame costs more in page
-// faults than in compression: a caller with a core to spare before the one
-// bundle it seals (apply, while it reads back a host) runs Prepare in a
-// goroutine. A Seal that starts before Prepare ends builds its own encoder.
-func Prepare(size int) {
-	size = min(max(size, 0), MaxWindow)
-	p := encoderFor(size)
-	e, err := p.get()
-	if err != nil {
-		return
-	}
-	e.EncodeAll(filler(size), nil)
-	p.put(e)
-}
-
-// filler returns n bytes shaped like a bundle's TOML: short keys and
-// quoted hex, repeating structure around incompressible digests.
-func filler(n int) []byte {
-	b := make([]byte, 0, n+128)
-	x := uint64(0x9e3779b97f4a7c15)
-	for len(b) < n {
-		b = append(b, "[[line]]\nid = \"file:/srv/"...)
-		for range 2 {
-			x ^= x << 13
-			x ^= x >> 7
-			x ^= x << 17
-			b = binary.BigEndian.AppendUint64(b, x)
-		}
-		b = append(b, "\"\ndigest = \"sha256:"...)
-		for range 4 {
-			x ^= x << 13
-			x ^= x >> 7
-			x ^= x << 17
-			var w [8]byte
-			binary.BigEndian.PutUint64(w[:], x)
-			b = hex.AppendEncode(b, w[:])
-		}
-		b = append(b, "\"\n\n"...)
-	}
-	return b[:n]
 }
 
 // maxBlock is zstd's Block_Maximum_Size: no block regenerates more.

@@ -2,38 +2,50 @@ package bundle
 
 import (
 	"bytes"
+	"sync"
 	"testing"
 )
 
-// A prepared encoder is the next one handed out, and what it writes does
-// not depend on the filler it compressed.
-func TestPrepareReadiesTheNextEncoder(t *testing.T) {
+// An encoder handed back to its pool is the next one handed out, and what it
+// writes does not depend on what it compressed before; encoders in use at
+// once are distinct.
+func TestEncoderPool(t *testing.T) {
 	payload := bytes.Repeat([]byte("[[line]]\nid = \"file:/etc/motd\"\nstatus = \"ok\"\n"), 4000)
-	before, err := appendCompressed(nil, payload)
+	fresh, err := appendCompressed(nil, payload)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := encoderFor(len(payload))
-	Prepare(len(payload))
-	p.mu.Lock()
-	prepared := p.free[len(p.free)-1]
-	p.mu.Unlock()
-	e, err := p.get()
+	a, err := p.get()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e != prepared {
-		t.Error("the prepared encoder is not the next one handed out")
-	}
-	p.put(e)
-	after, err := appendCompressed(nil, payload)
+	b, err := p.get()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(before, after) {
-		t.Error("a frame after Prepare differs from one before it")
+	if a == b {
+		t.Fatal("one encoder handed out twice at once")
 	}
-	out, err := decompress(after, len(payload), "test")
+	a.EncodeAll(bytes.Repeat([]byte{0xa5, 0x5a, 0x00}, 200000), nil)
+	p.put(b)
+	p.put(a)
+	if e, _ := p.get(); e != a {
+		t.Error("the encoder returned last is not the next one handed out")
+	} else {
+		p.put(e)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			again, err := appendCompressed(nil, payload)
+			if err != nil || !bytes.Equal(again, fresh) {
+				t.Errorf("a reused encoder wrote a different frame (%v)", err)
+			}
+		})
+	}
+	wg.Wait()
+	out, err := decompress(fresh, len(payload), "test")
 	if err != nil || !bytes.Equal(out, payload) {
 		t.Fatalf("round trip: %v", err)
 	}
