@@ -113,7 +113,7 @@ func (s *System) Fingerprints() []Fingerprint {
 	var out []Fingerprint
 	n := 0 // fingerprints so far; while out is nil, equal to s.Known[:n]
 	for i, it := range r.items {
-		st := &it.after.st
+		st := &it.obs.st
 		if it.spec.Kind != File || !st.read || !it.verified || !settled(st.mtime, st.ctime, r.readBackAt) {
 			continue
 		}

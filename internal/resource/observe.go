@@ -334,14 +334,13 @@ func (s *System) Observe(ctx context.Context, spec Spec) (State, error) {
 	if r.t != nil {
 		r.t.links = nil
 	}
-	before := func(it *item) *observed { return &it.before }
 	switch spec.Kind {
 	case Package:
-		r.observePackages(before)
+		r.observePackages()
 	case Service:
-		r.observeServices(before)
+		r.observeServices()
 	default:
-		r.observePaths(r.t, nil, before)
+		r.observePaths(r.t, nil)
 	}
-	return it.before.st, it.before.err
+	return it.obs.st, it.obs.err
 }

@@ -150,7 +150,7 @@ func orAny(v string) string {
 
 // observePackages reads every package spec's state with one Installed
 // query.
-func (r *run) observePackages(dst func(*item) *observed) {
+func (r *run) observePackages() {
 	var items []*item
 	var names []string
 	for _, it := range r.items {
@@ -164,13 +164,14 @@ func (r *run) observePackages(dst func(*item) *observed) {
 	}
 	if r.s.Packages == nil {
 		for _, it := range items {
-			dst(it).err = errNoPackages
+			it.obs = observed{err: errNoPackages}
 		}
 		return
 	}
 	installed, err := r.s.Packages.Installed(r.ctx, names)
 	for _, it := range items {
-		o := dst(it)
+		o := &it.obs
+		*o = observed{}
 		if err != nil {
 			o.err = fmt.Errorf("query installed packages: %w", err)
 			continue
@@ -182,14 +183,14 @@ func (r *run) observePackages(dst func(*item) *observed) {
 		r.candidates(items)
 		for _, it := range items {
 			if it.fatal != nil {
-				dst(it).err = it.fatal
+				it.obs.err = it.fatal
 			}
 		}
 	}
 }
 
 func packageDryPlan(it *item) ([]string, bool, error) {
-	st := &it.before.st
+	st := &it.obs.st
 	switch want := wantVersion(it); {
 	case it.absent:
 		return []string{"remove " + st.Version}, true, nil

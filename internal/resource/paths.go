@@ -216,21 +216,21 @@ func (r *run) changePaths(items []*item) {
 func (r *run) changePath(it *item) error {
 	// Re-observe when something that can change how paths resolve
 	// happened since the first look.
-	if it.before.gen != r.gen {
-		it.before = observed{gen: r.gen}
+	if it.obs.gen != r.gen {
+		it.obs = observed{gen: r.gen}
 		d, err := r.t.dir(it.parent, false)
 		switch {
 		case errors.Is(err, errParentMissing):
 		case err != nil:
-			it.before.err = err
+			it.obs.err = err
 		default:
-			it.before.st, it.before.err = observePath(r.w, d, it.base, it.spec.Kind, it.spec.Content, nil)
+			it.obs.st, it.obs.err = observePath(r.w, d, it.base, it.spec.Kind, it.spec.Content, nil)
 		}
 	}
-	if it.before.err != nil {
-		return it.before.err
+	if it.obs.err != nil {
+		return it.obs.err
 	}
-	st := &it.before.st
+	st := &it.obs.st
 	if len(pathMismatch(it, st)) == 0 {
 		return nil
 	}
@@ -410,11 +410,11 @@ func (r *run) removePaths(items []*item) {
 		if it.err != nil || r.interrupted(it) {
 			continue
 		}
-		if it.before.err != nil {
-			it.fatal = it.before.err
+		if it.obs.err != nil {
+			it.fatal = it.obs.err
 			continue
 		}
-		st := &it.before.st
+		st := &it.obs.st
 		if !st.Exists {
 			it.note = "already absent"
 			continue

@@ -104,13 +104,14 @@ func (r *run) restarts() {
 
 // observeServices reads each service spec's enablement, and whether it is
 // active where units can run and running matters.
-func (r *run) observeServices(dst func(*item) *observed) {
+func (r *run) observeServices() {
 	for _, it := range r.items {
 		s := it.spec
 		if s.Kind != Service || it.err != nil || it.leave {
 			continue
 		}
-		o := dst(it)
+		o := &it.obs
+		*o = observed{}
 		svc := r.s.Services
 		if svc == nil {
 			o.err = errNoServices
@@ -164,7 +165,7 @@ func (r *run) serviceMismatch(it *item, st *State) []string {
 
 // serviceDryPlan lists what changeServices would do.
 func serviceDryPlan(it *item, svc Services) []string {
-	s, st := it.spec, &it.before.st
+	s, st := it.spec, &it.obs.st
 	var what []string
 	if s.Enabled != nil && st.Enabled != nil && *st.Enabled != *s.Enabled {
 		what = append(what, pick(*s.Enabled, "enable", "disable"))

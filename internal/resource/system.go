@@ -161,8 +161,11 @@ type item struct {
 	// known: last run's fingerprint of the file, during the first look.
 	known *Fingerprint
 
-	before observed
-	after  observed
+	// obs is the item's observation: the first look during the change
+	// phase, replaced by the read-back, after which nothing reads the
+	// first look. One per item keeps a run's memory, which a fresh
+	// process pays for page by page, to what it needs.
+	obs observed
 
 	changed bool
 	removed bool
@@ -446,16 +449,16 @@ func (r *run) interrupted(it *item) bool {
 
 // observeBefore observes every path spec, in parallel.
 func (r *run) observeBefore() {
-	r.observePaths(r.t, r.known, func(it *item) *observed { return &it.before })
+	r.observePaths(r.t, r.known)
 	if r.s.DryRun {
-		r.observePackages(func(it *item) *observed { return &it.before })
-		r.observeServices(func(it *item) *observed { return &it.before })
+		r.observePackages()
+		r.observeServices()
 	}
 }
 
 // observePaths observes every path spec, in parallel. Fingerprints in
 // known spare reading the files they vouch for; nil reads every file.
-func (r *run) observePaths(t *tree, known *knownFiles, dst func(*item) *observed) {
+func (r *run) observePaths(t *tree, known *knownFiles) {
 	if t == nil {
 		return
 	}
@@ -466,7 +469,7 @@ func (r *run) observePaths(t *tree, known *knownFiles, dst func(*item) *observed
 		if it.err != nil || it.leave || !isPath(it.spec.Kind) {
 			continue
 		}
-		o := dst(it)
+		o := &it.obs
 		*o = observed{gen: r.gen}
 		d, err := t.dir(it.parent, false)
 		switch {
@@ -482,7 +485,7 @@ func (r *run) observePaths(t *tree, known *knownFiles, dst func(*item) *observed
 		}
 	}
 	parallel(&r.workers, todo, func(w *worker, it *item) {
-		o := dst(it)
+		o := &it.obs
 		o.st, o.err = observePath(w, it.dir, it.base, it.spec.Kind, it.spec.Content, it.known)
 		it.known = nil
 	})
@@ -499,16 +502,16 @@ func (r *run) readBack() {
 			r.t = nil
 			for _, it := range r.items {
 				if isPath(it.spec.Kind) && it.err == nil {
-					it.after.err = err
+					it.obs = observed{err: err}
 				}
 			}
 		} else {
 			r.t = t
 		}
 	}
-	r.observePaths(r.t, nil, func(it *item) *observed { return &it.after })
-	r.observePackages(func(it *item) *observed { return &it.after })
-	r.observeServices(func(it *item) *observed { return &it.after })
+	r.observePaths(r.t, nil)
+	r.observePackages()
+	r.observeServices()
 }
 
 // result turns an item's read-back into its line. This is the only place a
@@ -525,11 +528,11 @@ func (r *run) result(it *item) Result {
 	case it.leave:
 		res.Status, res.Detail = outcome.OK, it.note
 		return res
-	case it.after.err != nil:
-		res.Detail = "read back: " + it.after.err.Error()
+	case it.obs.err != nil:
+		res.Detail = "read back: " + it.obs.err.Error()
 		return res
 	}
-	if diffs := r.mismatch(it, &it.after.st); len(diffs) > 0 {
+	if diffs := r.mismatch(it, &it.obs.st); len(diffs) > 0 {
 		res.Detail = "read back: " + strings.Join(diffs, "; ")
 		if it.explain != nil {
 			res.Detail = it.explain.Error() + " (" + res.Detail + ")"
@@ -545,7 +548,7 @@ func (r *run) result(it *item) Result {
 		res.Status = outcome.Changed
 	}
 	res.Detail = detail(it.what, it.note)
-	res.Digest = stateDigest(it.spec, &it.after.st)
+	res.Digest = stateDigest(it.spec, &it.obs.st)
 	res.Created = it.created
 	return res
 }
@@ -583,24 +586,24 @@ func (r *run) dryResults() []Result {
 		case it.err != nil:
 			out[i].Detail = it.err.Error()
 			continue
-		case it.before.err != nil:
+		case it.obs.err != nil:
 			var pending *linkPendingError
-			if errors.As(it.before.err, &pending) {
+			if errors.As(it.obs.err, &pending) {
 				out[i].Status = outcome.Changed
 				out[i].Detail = fmt.Sprintf("would change once symlink %s points to %q", pending.path, pending.want)
 				restart[it.spec.Path] = true
 				continue
 			}
-			out[i].Detail = it.before.err.Error()
+			out[i].Detail = it.obs.err.Error()
 			continue
 		}
 		if it.spec.Kind == Service {
 			continue // after the paths, for restarts
 		}
-		diffs := r.mismatch(it, &it.before.st)
+		diffs := r.mismatch(it, &it.obs.st)
 		if len(diffs) == 0 {
 			out[i].Status = outcome.OK
-			out[i].Digest = stateDigest(it.spec, &it.before.st)
+			out[i].Digest = stateDigest(it.spec, &it.obs.st)
 			continue
 		}
 		what, removes, err := r.dryPlan(it)
@@ -618,7 +621,7 @@ func (r *run) dryResults() []Result {
 		}
 	}
 	for i, it := range r.items {
-		if it.err != nil || it.before.err != nil || it.spec.Kind != Service {
+		if it.err != nil || it.obs.err != nil || it.spec.Kind != Service {
 			continue
 		}
 		what := serviceDryPlan(it, r.s.Services)
@@ -631,7 +634,7 @@ func (r *run) dryResults() []Result {
 		if len(files) > 0 {
 			what = append(what, "restart ("+strings.Join(files, ", ")+" would change)")
 		}
-		diffs := r.mismatch(it, &it.before.st)
+		diffs := r.mismatch(it, &it.obs.st)
 		switch {
 		case len(what) > 0:
 			out[i].Status = outcome.Changed
@@ -641,7 +644,7 @@ func (r *run) dryResults() []Result {
 		default:
 			out[i].Status = outcome.OK
 			out[i].Detail = it.note
-			out[i].Digest = stateDigest(it.spec, &it.before.st)
+			out[i].Digest = stateDigest(it.spec, &it.obs.st)
 		}
 	}
 	return out
@@ -670,7 +673,7 @@ func (r *run) dryPlan(it *item) ([]string, bool, error) {
 	if it.spec.Kind == Package {
 		return packageDryPlan(it)
 	}
-	st := &it.before.st
+	st := &it.obs.st
 	p, err := planPath(it, st)
 	if err != nil {
 		return nil, false, err
@@ -724,7 +727,7 @@ func (s *System) RemoveAll(ctx context.Context, specs []Spec) []Result {
 	slices.SortStableFunc(paths, func(a, b *item) int {
 		return cmp.Compare(strings.Count(b.spec.Path, "/"), strings.Count(a.spec.Path, "/"))
 	})
-	r.observePaths(r.t, nil, func(it *item) *observed { return &it.before })
+	r.observePaths(r.t, nil)
 	out := make([]Result, len(specs))
 	if s.DryRun {
 		for i, it := range r.items {
@@ -757,12 +760,12 @@ func (r *run) dryOrphan(it *item) Result {
 		res.Status, res.Detail = outcome.OK, pruneNote
 	case it.spec.Kind == Package:
 		res.Status, res.Detail = outcome.Removed, "would remove if installed"
-	case it.before.err != nil:
-		res.Detail = it.before.err.Error()
-	case !it.before.st.Exists:
+	case it.obs.err != nil:
+		res.Detail = it.obs.err.Error()
+	case !it.obs.st.Exists:
 		res.Status, res.Detail = outcome.OK, "already absent"
 	default:
-		if err := orphanCheck(it, &it.before.st); err != nil {
+		if err := orphanCheck(it, &it.obs.st); err != nil {
 			res.Detail = err.Error()
 			break
 		}
