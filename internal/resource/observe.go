@@ -88,6 +88,34 @@ func (ws *workers) get(i int) *worker {
 	return (*ws)[i]
 }
 
+// parallelRange runs f(i) for every i in [0, n) on up to GOMAXPROCS
+// goroutines, in chunks.
+func parallelRange(n int, f func(i int)) {
+	g := min(runtime.GOMAXPROCS(0), (n+255)/256)
+	if g <= 1 {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range g {
+		wg.Go(func() {
+			for {
+				start := int(next.Add(64)) - 64
+				if start >= n {
+					return
+				}
+				for i := start; i < min(start+64, n); i++ {
+					f(i)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
 // parallel runs f over items on up to GOMAXPROCS goroutines, the i-th with
 // worker i of ws.
 func parallel(ws *workers, items []*item, f func(*worker, *item)) {

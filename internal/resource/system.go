@@ -228,9 +228,18 @@ func (s *System) Apply(ctx context.Context, specs []Spec) []Result {
 		s.beforeReadBack()
 	}
 	r.readBack()
+	// A path's line costs a digest; they are made in parallel. The
+	// others may ask their backends, one at a time.
 	out := make([]Result, len(r.items))
+	parallelRange(len(r.items), func(i int) {
+		if it := r.items[i]; isPath(it.spec.Kind) {
+			out[i] = r.result(it)
+		}
+	})
 	for i, it := range r.items {
-		out[i] = r.result(it)
+		if !isPath(it.spec.Kind) {
+			out[i] = r.result(it)
+		}
 	}
 	s.last = r
 	return out

@@ -1,6 +1,7 @@
 package resource
 
 import (
+	"fmt"
 	"context"
 	"os"
 	"path/filepath"
@@ -642,5 +643,39 @@ func TestApplyLiveRoot(t *testing.T) {
 	wantStatus(t, apply(t, s, spec), spec.ID(), outcome.OK)
 	if got := read(t, "/", spec.Path); got != "x" {
 		t.Errorf("content %q", got)
+	}
+}
+
+// Enough lines that observations and lines are made in parallel: each line
+// still gets its own resource's state and digest.
+func TestApplyManyLinesInParallel(t *testing.T) {
+	root := newRoot(t)
+	s := &System{Root: root, Now: later}
+	var specs []Spec
+	for i := range 700 {
+		specs = append(specs, file(fmt.Sprintf("/srv/d%d/f%03d", i%7, i), fmt.Sprintf("content %d\n", i)))
+	}
+	specs = append(specs, Spec{Kind: Directory, Path: "/srv/d0", Mode: "0750"})
+	first := apply(t, s, specs...)
+	s.Known = s.Fingerprints()
+	if len(s.Known) != 700 {
+		t.Fatalf("%d fingerprints, want 700", len(s.Known))
+	}
+	write(t, root, "/srv/d3/f003", "drifted\n")
+	res := apply(t, s, specs...)
+	for i, sp := range specs {
+		want := outcome.OK
+		if i == 3 {
+			want = outcome.Changed
+		}
+		r := wantStatus(t, res, sp.ID(), want)
+		if r.Digest != first[sp.ID()].Digest {
+			t.Errorf("%s: digest %s, first run %s", sp.ID(), r.Digest, first[sp.ID()].Digest)
+		}
+		if sp.Kind == File {
+			if got := read(t, root, sp.Path); got != sp.Content {
+				t.Errorf("%s holds %q", sp.Path, got)
+			}
+		}
 	}
 }
