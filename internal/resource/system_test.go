@@ -1,8 +1,8 @@
 package resource
 
 import (
-	"fmt"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
