@@ -1,53 +1,17 @@
 package apply
 
 import (
-	"fmt"
 	"reflect"
 	"testing"
-	"time"
+
+	"github.com/muster-tool/muster/internal/testutil/fill"
 
 	"github.com/muster-tool/muster/internal/generation"
 )
 
-// fill sets every field reachable from v to a value that differs from its
-// zero value and from the other fields, so a field the codec forgets shows
-// up as a difference.
-func fill(v reflect.Value, n *int) {
-	*n++
-	switch v.Kind() {
-	case reflect.String:
-		v.SetString(fmt.Sprintf("s%d\x00\n\"é", *n))
-	case reflect.Bool:
-		v.SetBool(true)
-	case reflect.Int, reflect.Int64:
-		v.SetInt(-int64(*n) * 1000003)
-	case reflect.Uint64:
-		v.SetUint(uint64(*n) << 40)
-	case reflect.Pointer:
-		v.Set(reflect.New(v.Type().Elem()))
-		fill(v.Elem(), n)
-	case reflect.Slice:
-		v.Set(reflect.MakeSlice(v.Type(), 2, 2))
-		for i := range 2 {
-			fill(v.Index(i), n)
-		}
-	case reflect.Struct:
-		if v.Type() == reflect.TypeFor[time.Time]() {
-			v.Set(reflect.ValueOf(time.Date(2026, 11, 12, 9, 14, 0, *n, time.UTC)))
-			return
-		}
-		for i := range v.NumField() {
-			fill(v.Field(i), n)
-		}
-	default:
-		panic("cache codec test: no filler for " + v.Type().String())
-	}
-}
-
 func TestCacheCodecCoversEveryField(t *testing.T) {
 	var nd generation.NodeDeclaration
-	n := 0
-	fill(reflect.ValueOf(&nd).Elem(), &n)
+	fill.Value(reflect.ValueOf(&nd).Elem())
 	f := false
 	nd.Resources[1].Running = &f // nil, false and true all travel
 	nd.Resources[1].Enabled = nil
@@ -62,8 +26,7 @@ func TestCacheCodecCoversEveryField(t *testing.T) {
 
 func TestCacheCodecRefusesDamage(t *testing.T) {
 	var nd generation.NodeDeclaration
-	n := 0
-	fill(reflect.ValueOf(&nd).Elem(), &n)
+	fill.Value(reflect.ValueOf(&nd).Elem())
 	b := encodeCachedDeclaration(&nd)
 	for i := range len(b) {
 		if _, err := decodeCachedDeclaration(string(b[:i])); err == nil {

@@ -3,13 +3,13 @@ package report
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/gob"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
+	"unsafe"
 
 	"github.com/muster-tool/muster/internal/atomicfile"
 	"github.com/muster-tool/muster/internal/outcome"
@@ -22,16 +22,17 @@ import (
 // run from the current registry, so a revocation takes effect at once even
 // for reports read long ago.
 //
-// The file is one gob-encoded cacheData behind a header line and a SHA-256
-// of the payload. It is written whole with atomicfile, so concurrent runs
-// leave one complete file (the last writer's; both are correct). Anything
-// wrong with it — missing, another version, a checksum that does not
-// match, another spool or mesh — means it is rebuilt from the spool, with a
-// warning, never an error.
+// The file is one cacheData, in the binary layout of cachecodec.go,
+// behind a header line and a SHA-256 of the payload. It is written whole
+// with atomicfile, so concurrent runs leave one complete file (the last
+// writer's; both are correct). Anything wrong with it — missing, another
+// version, a checksum that does not match, another spool or mesh — means
+// it is rebuilt from the spool, with a warning, never an error.
 
-// cacheVersion changes whenever cacheData or the meaning of a fact
-// changes; an older file is then rebuilt.
-const cacheVersion = 2
+// cacheVersion changes whenever cacheData, its layout or the meaning of a
+// fact changes; an older file is then rebuilt. Versions 1 and 2 were
+// written with encoding/gob.
+const cacheVersion = 3
 
 const cacheMagic = "muster report cache\n"
 
@@ -94,9 +95,9 @@ type reportFact struct {
 	Outcome  outcome.Outcome
 	Failed   []outcome.Line
 	Notes    []string
-	// Start and End are Unix times in nanoseconds (0: none): gob encodes
-	// a time.Time through a method call, which a hundred thousand facts
-	// make slow.
+	// Start and End are Unix times in nanoseconds (0: none): two
+	// integers are cheaper to keep and to cache, for a hundred thousand
+	// facts, than two time.Times.
 	Start, End int64
 	Muster     string
 }
@@ -163,44 +164,33 @@ func readCache(path, spool, mesh string) (*cacheData, error) {
 	if got := sha256.Sum256(payload); !bytes.Equal(got[:], sum) {
 		return nil, fmt.Errorf("checksum does not match: the file is damaged")
 	}
-	var c cacheData
-	if err := gob.NewDecoder(bytes.NewReader(payload)).Decode(&c); err != nil {
-		return nil, fmt.Errorf("does not decode: %v", err)
+	// The facts' strings point into payload rather than being copied one
+	// by one; payload is never written again and nothing else refers to
+	// it. decodeCache checks the format version, as the layout depends on
+	// it.
+	c, err := decodeCache(unsafe.String(unsafe.SliceData(payload), len(payload)))
+	if err != nil {
+		return nil, err
 	}
 	switch {
-	case c.Version != cacheVersion:
-		return nil, fmt.Errorf("written in format %d, this muster uses %d", c.Version, cacheVersion)
 	case c.Spool != spool:
 		return nil, fmt.Errorf("belongs to spool %s, not %s", c.Spool, spool)
 	case c.Mesh != mesh:
 		return nil, fmt.Errorf("belongs to mesh %s, not %s", c.Mesh, mesh)
 	}
-	if c.Commits == nil {
-		c.Commits = map[uint64]commitFact{}
-	}
-	if c.Manifests == nil {
-		c.Manifests = map[uint64]manifestFact{}
-	}
-	if c.Nodes == nil {
-		c.Nodes = map[string]*nodeFacts{}
-	}
-	if c.Ledgers == nil {
-		c.Ledgers = map[[32]byte][]byte{}
-	}
-	return &c, nil
+	return c, nil
 }
 
 // writeCache replaces the cache at path atomically.
 func writeCache(path string, c *cacheData) error {
-	var payload bytes.Buffer
-	if err := gob.NewEncoder(&payload).Encode(c); err != nil {
-		return fmt.Errorf("report cache %s: %w", path, err)
-	}
-	sum := sha256.Sum256(payload.Bytes())
-	out := make([]byte, 0, len(cacheMagic)+len(sum)+payload.Len())
-	out = append(out, cacheMagic...)
-	out = append(out, sum[:]...)
-	out = append(out, payload.Bytes()...)
+	// The payload is encoded after room for the header, so it is not
+	// copied again.
+	head := len(cacheMagic) + sha256.Size
+	out := make([]byte, head)
+	copy(out, cacheMagic)
+	out = appendCache(out, c)
+	sum := sha256.Sum256(out[head:])
+	copy(out[len(cacheMagic):], sum[:])
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("report cache: %w", err)
 	}
