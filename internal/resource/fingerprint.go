@@ -44,8 +44,12 @@ const (
 )
 
 // settled reports whether a file with these times, read back from
-// readBackAt on, may be fingerprinted.
+// readBackAt on, may be fingerprinted. A filesystem that reports no times
+// (zero) gets no fingerprints.
 func settled(mtime, ctime int64, readBackAt time.Time) bool {
+	if mtime <= 0 || ctime <= 0 {
+		return false
+	}
 	settle := FingerprintSettle
 	if mtime%int64(time.Second) == 0 && ctime%int64(time.Second) == 0 {
 		settle = CoarseFingerprintSettle

@@ -171,6 +171,9 @@ func TestFingerprintSettle(t *testing.T) {
 		{"coarse, two seconds before", ns(-2 * time.Second), ns(-2 * time.Second), false},
 		{"coarse, four seconds before", ns(-4 * time.Second), ns(-4 * time.Second), true},
 		{"one time whole, the other not", ns(-2 * time.Second), ns(-2*time.Second + 7), true},
+		// A filesystem that keeps no times.
+		{"no times", 0, 0, false},
+		{"no status-change time", ns(-time.Hour + 7), 0, false},
 	}
 	for _, tc := range tests {
 		if got := settled(tc.mtime, tc.ctime, at); got != tc.want {
