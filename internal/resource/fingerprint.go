@@ -18,10 +18,11 @@ import (
 // hold its declared content without reading it, as git's index does. The
 // read-back still reads every file: a fingerprint only spares the first
 // look, never vouches for a line. A file that was rewritten behind an
-// unchanged fingerprint (only possible by setting the clock back to the
-// nanosecond, or by writing to the block device) is not repaired in that
-// run; its read-back fails the line, which leaves it without a fingerprint,
-// so the next run reads and repairs it.
+// unchanged fingerprint (by setting the clock back to the nanosecond, by
+// writing to the block device, or seen through a network filesystem that
+// reports cached times) is not repaired in that run; its read-back fails
+// the line, which leaves it without a fingerprint, so the next run reads
+// and repairs it.
 type Fingerprint struct {
 	Path         string
 	Dev, Ino     uint64
