@@ -95,3 +95,53 @@ func TestFingerprintsAcrossRuns(t *testing.T) {
 	}
 	readFingerprints(t, h) // written whole again
 }
+
+// A run that stages files notes it in the state directory until it ends; a
+// run that finds the note (its predecessor was killed) removes the temp
+// files left beside the declared files, and only those.
+func TestStagingNoteSweepsWhatAKilledRunLeft(t *testing.T) {
+	f := newFixture(t)
+	h := f.enrol("web-1")
+	f.declare(siteFiles)
+	var noted bool
+	f.mustApply(h, func(o *apply.Options) {
+		// The note exists while the run stages: seen from the clock,
+		// which the read-back reads after the change phase.
+		now := o.Now
+		o.Now = func() time.Time {
+			if _, err := os.Stat(filepath.Join(h.state, "staging")); err == nil {
+				noted = true
+			}
+			return now()
+		}
+	})
+	if !noted {
+		t.Error("no staging note while the first run staged its files")
+	}
+	if _, err := os.Stat(filepath.Join(h.state, "staging")); !os.IsNotExist(err) {
+		t.Fatalf("staging note left after the run: %v", err)
+	}
+
+	dir := filepath.Join(h.root, "srv/app")
+	left := filepath.Join(dir, ".muster-tmp-app.conf-0123456789abcdef")
+	other := filepath.Join(dir, ".muster-tmp-notes.txt-0123456789abcdef")
+	writeFile(t, left, "half written")
+	writeFile(t, other, "not muster's to sweep: notes.txt is not declared")
+	f.mustApply(h)
+	if _, err := os.Stat(left); err != nil {
+		t.Fatalf("without a staging note a run swept %s: %v", left, err)
+	}
+	writeFile(t, filepath.Join(h.state, "staging"), "")
+	if res := f.mustApply(h); res.Failed != 0 {
+		t.Fatalf("%d lines failed", res.Failed)
+	}
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Errorf("%s survived the run after a killed one: %v", left, err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("the temp file of an undeclared name was removed: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(h.state, "staging")); !os.IsNotExist(err) {
+		t.Errorf("staging note left after the sweeping run: %v", err)
+	}
+}

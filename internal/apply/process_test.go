@@ -441,7 +441,9 @@ func TestKilledApplyNeverLeavesHalfWrittenFiles(t *testing.T) {
 					t.Fatalf("%s: after an uninterrupted run, /data/%s holds %.40q, want generation %d", h.name, name, got[name], gen)
 				}
 			}
-			for _, d := range []string{h.state, filepath.Join(h.state, "outbox")} {
+			// Temp files a killed run left beside the declared files
+			// are swept by the next run, as are the state directory's.
+			for _, d := range []string{h.state, filepath.Join(h.state, "outbox"), filepath.Join(h.root, "data")} {
 				ents, _ := os.ReadDir(d)
 				for _, e := range ents {
 					if atomicfile.IsTemp(e.Name()) {
@@ -486,6 +488,6 @@ func TestKilledApplyNeverLeavesHalfWrittenFiles(t *testing.T) {
 	t.Logf("%d kills: %d before any file changed, %d with some files changed, %d after all changed (%d runs finished first)",
 		rounds*hosts, sum.before, sum.mixed, sum.after, sum.finished)
 	if temps > 0 {
-		t.Logf("%d temp files of killed runs remain in the hosts' /data", temps)
+		t.Errorf("%d temp files of killed runs remain in the hosts' /data after uninterrupted runs", temps)
 	}
 }

@@ -48,6 +48,11 @@ const (
 	ledgerFile = "ledger.tsv"
 	outboxDir  = "outbox"
 	lockFile   = "apply.lock"
+	// stagingFile exists, durably, from before a run creates its first temp
+	// file beside a declared path until that run ends: found at the start
+	// of a run, it says the last one was killed and may have left temp
+	// files there, which this run removes (resource.System.SweepTemps).
+	stagingFile = "staging"
 )
 
 const stateVersion = 1

@@ -18,8 +18,8 @@ import (
 // staged file durable with one syncfs(2) per filesystem, renames each over
 // its target, and fsyncs each touched directory once. A reader, or a crash at
 // any point, sees every target with its old content or its new one, never a
-// mix; a crash before the renames leaves temp files named with TempPrefix
-// for gc to remove. syncfs also flushes what other programs wrote to the same
+// mix; a crash before the renames leaves temp files named by TempName,
+// which the caller's next run removes (see resource.System.SweepTemps). syncfs also flushes what other programs wrote to the same
 // filesystem, so its cost depends on them; for many files it is still far
 // cheaper than an fsync each.
 //
@@ -61,7 +61,7 @@ func (b *Batch) Add(dir *os.File, name string, data []byte, perm fs.FileMode, ui
 	var fd int
 	var err error
 	for range 16 {
-		e.temp = tempName(name)
+		e.temp = TempName(name)
 		fd, err = unix.Openat(dfd, e.temp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 		if err != unix.EEXIST {
 			break
@@ -238,13 +238,32 @@ func writeAll(fd int, data []byte) error {
 	return nil
 }
 
-// tempName keeps the target's name recognisable but short enough that the
-// temp name stays within NAME_MAX.
-func tempName(name string) string {
+// TempName returns a fresh temp name for a new version of name in the same
+// directory: TempPrefix, name cut to 200 bytes so that the temp name stays
+// within NAME_MAX, a dash and 16 random hex digits.
+func TempName(name string) string {
+	return fmt.Sprintf("%s%s-%016x", TempPrefix, tempStem(name), rand.Uint64())
+}
+
+func tempStem(name string) string {
 	if len(name) > 200 {
-		name = name[:200]
+		return name[:200]
 	}
-	return fmt.Sprintf("%s%s-%016x", TempPrefix, name, rand.Uint64())
+	return name
+}
+
+// IsTempOf reports whether entry is a name TempName gives for name.
+func IsTempOf(entry, name string) bool {
+	rest, ok := strings.CutPrefix(entry, TempPrefix+tempStem(name)+"-")
+	if !ok || len(rest) != 16 {
+		return false
+	}
+	for _, c := range []byte(rest) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // unixMode converts a FileMode's permission and set-id bits to chmod(2)'s.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -251,6 +252,32 @@ func TestBatchRefusesPathNames(t *testing.T) {
 		b := &Batch{}
 		if _, err := b.Add(d, name, nil, 0o644, -1, -1); err == nil {
 			t.Errorf("Add(%q) succeeded", name)
+		}
+	}
+}
+
+func TestTempNames(t *testing.T) {
+	long := strings.Repeat("é", 150) // 300 bytes
+	for _, name := range []string{"motd", "a-b", long} {
+		tmp := TempName(name)
+		if !IsTemp(tmp) || !IsTempOf(tmp, name) {
+			t.Errorf("TempName(%.20q) = %.40q: not recognised as its temp", name, tmp)
+		}
+		if len(tmp) > 255 {
+			t.Errorf("TempName(%.20q) is %d bytes, over NAME_MAX", name, len(tmp))
+		}
+	}
+	for _, tc := range []struct{ entry, name string }{
+		{".muster-tmp-motd-0123456789abcdef", "mot"},
+		{".muster-tmp-motd-0123456789abcdef", "motd.d"},
+		{".muster-tmp-motd-0123456789abcde", "motd"},
+		{".muster-tmp-motd-0123456789abcdeF", "motd"},
+		{".muster-tmp-motd-0123456789abcdef0", "motd"},
+		{"muster-tmp-motd-0123456789abcdef", "motd"},
+		{".muster-tmp-motd-x-0123456789abcdef", "motd"},
+	} {
+		if IsTempOf(tc.entry, tc.name) {
+			t.Errorf("IsTempOf(%q, %q) is true", tc.entry, tc.name)
 		}
 	}
 }

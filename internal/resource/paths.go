@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path"
 	"strconv"
@@ -271,6 +270,9 @@ func (r *run) changePath(it *item) error {
 		return nil
 
 	case p.write && s.Kind == File:
+		if err := r.staging(); err != nil {
+			return err
+		}
 		e, err := r.batch.Add(d, it.base, []byte(s.Content), toFileMode(p.mode), p.uid, p.gid)
 		if err != nil {
 			return err
@@ -295,6 +297,9 @@ func (r *run) changePath(it *item) error {
 		}
 
 	case p.write && s.Kind == Symlink:
+		if err := r.staging(); err != nil {
+			return err
+		}
 		if err := replaceSymlink(d, it.base, s.Target, p.uid, p.gid); err != nil {
 			return err
 		}
@@ -370,7 +375,7 @@ func replaceSymlink(d *os.File, name, target string, uid, gid int) error {
 	var tmp string
 	var err error
 	for range 16 {
-		tmp = fmt.Sprintf("%s%.200s-%016x", atomicfile.TempPrefix, name, rand.Uint64())
+		tmp = atomicfile.TempName(name)
 		if err = unix.Symlinkat(target, dfd, tmp); err != unix.EEXIST {
 			break
 		}

@@ -100,6 +100,16 @@ type System struct {
 	Known []Fingerprint
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// BeforeStaging, when set, runs once in a run, before the first temp
+	// file is created beside a declared path; an error fails the change
+	// that needed it. apply uses it to note that temp files may be left
+	// behind if the run is killed.
+	BeforeStaging func() error
+	// SweepTemps: a run may have been killed while it had temp files
+	// beside declared paths. Before the first look, the change phase
+	// removes muster's temp files of the declared files and symlinks from
+	// their directories (see atomicfile.IsTempOf). A dry run never does.
+	SweepTemps bool
 
 	// beforeReadBack, when set, runs between the change and read-back
 	// phases. Tests use it to undo a change and prove that only the
@@ -211,6 +221,21 @@ type run struct {
 	known *knownFiles
 	// readBackAt: when the read-back began.
 	readBackAt time.Time
+	// staged: BeforeStaging has run, with this result.
+	staged    bool
+	stagedErr error
+}
+
+// staging runs System.BeforeStaging the first time the run is about to
+// create a temp file beside a declared path.
+func (r *run) staging() error {
+	if !r.staged {
+		r.staged = true
+		if r.s.BeforeStaging != nil {
+			r.stagedErr = r.s.BeforeStaging()
+		}
+	}
+	return r.stagedErr
 }
 
 // Apply reconciles specs and reads every one of them back, returning one
@@ -409,6 +434,9 @@ func (r *run) change() {
 		}
 		return cmp.Compare(da, db)
 	})
+	if r.s.SweepTemps {
+		r.sweepTemps()
+	}
 	r.observeBefore()
 	for len(sorted) > 0 {
 		n := 1

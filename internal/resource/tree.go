@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"strings"
 
+	"github.com/muster-tool/muster/internal/atomicfile"
 	"golang.org/x/sys/unix"
 )
 
@@ -238,4 +240,48 @@ func split(p string) (string, string) {
 		return "/", p[1:]
 	}
 	return p[:i], p[i+1:]
+}
+
+// sweepTemps removes, from the directory of each declared file and symlink,
+// the temp files muster stages beside it (atomicfile.TempName) that a
+// killed run left. Only regular files and symlinks with exactly that name
+// are removed, and only in directories reached as every path is (no
+// symlink followed that the declaration does not declare).
+func (r *run) sweepTemps() {
+	if r.t == nil {
+		return
+	}
+	byDir := map[*os.File][]string{}
+	for _, it := range r.items {
+		if it.err != nil || it.leave || (it.spec.Kind != File && it.spec.Kind != Symlink) {
+			continue
+		}
+		d, err := r.t.dir(it.parent, false)
+		if err != nil {
+			continue
+		}
+		byDir[d] = append(byDir[d], it.base)
+	}
+	for d, bases := range byDir {
+		// Listed through a handle of its own, so d's offset is left alone.
+		fd, err := unix.Openat(int(d.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		f := os.NewFile(uintptr(fd), d.Name())
+		names, _ := f.Readdirnames(-1)
+		f.Close()
+		for _, n := range names {
+			if !atomicfile.IsTemp(n) || !slices.ContainsFunc(bases, func(b string) bool { return atomicfile.IsTempOf(n, b) }) {
+				continue
+			}
+			var st unix.Stat_t
+			if unix.Fstatat(int(d.Fd()), n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+				continue
+			}
+			if t := st.Mode & unix.S_IFMT; t == unix.S_IFREG || t == unix.S_IFLNK {
+				unix.Unlinkat(int(d.Fd()), n, 0)
+			}
+		}
+	}
 }
