@@ -271,14 +271,9 @@ func outboxList(dir string) ([]outboxItem, error) {
 // run left in the state directory and the outbox.
 func removeStaleTemps(dir string) {
 	for _, d := range []string{dir, filepath.Join(dir, outboxDir)} {
-		ents, err := os.ReadDir(d)
-		if err != nil {
-			continue
-		}
-		for _, e := range ents {
-			if atomicfile.IsTemp(e.Name()) && e.Type().IsRegular() {
-				os.Remove(filepath.Join(d, e.Name()))
-			}
+		names, _ := atomicfile.Temps(d)
+		for _, n := range names {
+			os.Remove(filepath.Join(d, n))
 		}
 	}
 }

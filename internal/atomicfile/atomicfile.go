@@ -23,6 +23,21 @@ const TempPrefix = ".muster-tmp-"
 // IsTemp reports whether a base name is one of our temp files.
 func IsTemp(name string) bool { return strings.HasPrefix(name, TempPrefix) }
 
+// Temps lists the names of the temp files in dir that are regular files.
+func Temps(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if IsTemp(e.Name()) && e.Type().IsRegular() {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
 // WriteFile atomically replaces path with data and mode perm.
 func WriteFile(path string, data []byte, perm fs.FileMode) error {
 	dir, base := filepath.Split(path)

@@ -26,15 +26,9 @@ func openDir(t *testing.T, dir string) *os.File {
 
 func temps(t *testing.T, dir string) []string {
 	t.Helper()
-	ents, err := os.ReadDir(dir)
+	out, err := Temps(dir)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range ents {
-		if IsTemp(e.Name()) {
-			out = append(out, e.Name())
-		}
 	}
 	return out
 }

@@ -78,8 +78,8 @@ func TestBeforeStaging(t *testing.T) {
 	var fail error
 	s := &System{Root: root, BeforeStaging: func() error {
 		calls++
-		if n := len(tempsIn(t, filepath.Join(root, "etc"))); n != 0 {
-			t.Errorf("%d temp files exist before BeforeStaging ran", n)
+		if names, err := atomicfile.Temps(filepath.Join(root, "etc")); err != nil || len(names) != 0 {
+			t.Errorf("temp files %q exist before BeforeStaging ran (%v)", names, err)
 		}
 		return fail
 	}}
@@ -97,19 +97,4 @@ func TestBeforeStaging(t *testing.T) {
 	if r := wantStatus(t, res, "file:/etc/c", outcome.Failed); exists(root, "/etc/c") {
 		t.Errorf("staged although BeforeStaging failed (%q)", r.Detail)
 	}
-}
-
-func tempsIn(t *testing.T, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range ents {
-		if atomicfile.IsTemp(e.Name()) {
-			out = append(out, e.Name())
-		}
-	}
-	return out
 }
