@@ -375,6 +375,10 @@ func orphans(ctx context.Context, sys *resource.System, led ledger.Ledger, specs
 		case r.Status == outcome.Failed:
 			l.Detail = "orphan could not be removed: " + r.Detail
 			newLedger[removeIDs[i]] = led[removeIDs[i]]
+		case r.Status == outcome.Warn:
+			// Left in place but still owned: it goes once it can.
+			l.Detail = "orphan: " + r.Detail
+			newLedger[removeIDs[i]] = led[removeIDs[i]]
 		case sys.DryRun && r.Status == outcome.Removed:
 			l.Detail = "orphan: would be removed"
 		case r.Status == outcome.Removed:

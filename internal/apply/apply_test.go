@@ -318,3 +318,47 @@ func TestNothingDeclared(t *testing.T) {
 		t.Fatalf("apply on a node generation 1 assigns nothing: nothing %v, newest %d", res.Nothing, res.Newest)
 	}
 }
+
+// An orphaned directory muster created that now holds files muster did not
+// create is left in place with a warn line, stays owned, and goes once it
+// is empty: the node is never failed for it.
+func TestOrphanDirectoryNotEmpty(t *testing.T) {
+	f := newFixture(t)
+	h := f.enrol("web-1")
+	f.declare(everyNode + `
+[role.all.directory."/srv/upload"]
+
+[role.all.file."/etc/motd"]
+content = "hello\n"
+`)
+	f.mustApply(h)
+	photo := filepath.Join(h.root, "srv/upload/photo.jpg")
+	writeFile(t, photo, "a user's file\n")
+	f.declare(everyNode + `
+[role.all.file."/etc/motd"]
+content = "hello\n"
+`)
+	for range 2 {
+		res := f.mustApply(h)
+		if res.Failed != 0 || res.Warned != 1 {
+			t.Fatalf("%d failed, %d warned; lines %v", res.Failed, res.Warned, res.Report.Lines)
+		}
+		l := lineOf(t, res.Report, "directory:/srv/upload")
+		if l.Status != outcome.Warn || l.Detail != "orphan: directory /srv/upload is not empty; left in place until it is" {
+			t.Errorf("line %s %q", l.Status, l.Detail)
+		}
+		if got := readFile(t, photo); got != "a user's file\n" {
+			t.Errorf("the user's file holds %q", got)
+		}
+	}
+	if err := os.Remove(photo); err != nil {
+		t.Fatal(err)
+	}
+	res := f.mustApply(h)
+	if res.Removed != 1 || res.Failed != 0 || res.Warned != 0 {
+		t.Fatalf("once empty: %d removed, %d failed, %d warned; lines %v", res.Removed, res.Failed, res.Warned, res.Report.Lines)
+	}
+	if _, err := os.Lstat(filepath.Join(h.root, "srv/upload")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("/srv/upload still there once empty: %v", err)
+	}
+}

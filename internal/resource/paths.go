@@ -439,7 +439,10 @@ func (r *run) removePaths(items []*item) {
 		}
 		if err := unix.Unlinkat(int(d.Fd()), it.base, flags); err != nil {
 			if err == unix.ENOTEMPTY || err == unix.EEXIST {
-				it.fatal = fmt.Errorf("directory %s is not empty; left in place", it.spec.Path)
+				// What is in it is not muster's to remove: the
+				// directory stays, owned, until it is empty.
+				it.kept = true
+				it.note = fmt.Sprintf("directory %s is not empty; left in place until it is", it.spec.Path)
 			} else {
 				it.fatal = pathErr("remove", d, it.base, err)
 			}

@@ -168,6 +168,9 @@ type item struct {
 	// leave: an orphan muster leaves alone (a unit, a package without
 	// Prune); its line says so and nothing is read.
 	leave bool
+	// kept: an orphaned directory that could not be removed because it is
+	// not empty; its line warns, with the note.
+	kept bool
 	// known: last run's fingerprint of the file, during the first look.
 	known *Fingerprint
 
@@ -565,6 +568,9 @@ func (r *run) result(it *item) Result {
 	case it.leave:
 		res.Status, res.Detail = outcome.OK, it.note
 		return res
+	case it.kept:
+		res.Status, res.Detail = outcome.Warn, it.note
+		return res
 	case it.obs.err != nil:
 		res.Detail = "read back: " + it.obs.err.Error()
 		return res
@@ -729,8 +735,10 @@ func (r *run) dryPlan(it *item) ([]string, bool, error) {
 // names any more, and reads back that each is gone: files and symlinks, and
 // directories only when empty (deepest first, so a directory emptied by the
 // same call goes too). Packages are removed only with System.Prune; services
-// are left as they are. An orphan that is no longer the kind muster created
-// (a directory where its file was) is left in place and its line fails.
+// are left as they are. A directory that is not empty is left in place
+// and its line warns (status outcome.Warn): what is in it is not muster's
+// to remove. An orphan that is no longer the kind muster created (a
+// directory where its file was) is left in place and its line fails.
 // Parent symlinks are never followed here: no declaration vouches for them.
 func (s *System) RemoveAll(ctx context.Context, specs []Spec) []Result {
 	r := s.newRun(ctx, nil)
