@@ -10,6 +10,8 @@ import (
 	"slices"
 	"unsafe"
 
+	"github.com/muster-tool/muster/internal/bincode"
+
 	"github.com/muster-tool/muster/internal/resource"
 )
 
@@ -23,9 +25,9 @@ import (
 // another version is ignored (every file is read) and written anew, so it
 // is not fsynced. Its last 32 bytes are the sha256 of the rest.
 //
-// Layout: the header line, then per file the path (uvarint length, bytes),
-// device, inode (uvarints), size, modification and status-change times in
-// nanoseconds (varints), and the 32-byte content digest.
+// Layout, in bincode: the header line, the count, then per file the path,
+// device and inode, size, modification and status-change times in
+// nanoseconds, and the 32-byte content digest.
 const (
 	fingerprintFile   = "fingerprints"
 	fingerprintHeader = "muster fingerprints v1\n"
@@ -58,58 +60,20 @@ func decodeFingerprints(data []byte) ([]resource.Fingerprint, error) {
 		return nil, errFingerprints
 	}
 	// The paths point into data, which is never written again.
-	text := unsafe.String(unsafe.SliceData(body), len(body))
-	p := len(fingerprintHeader)
-	uv := func() uint64 {
-		v, n := binary.Uvarint(body[p:])
-		if n <= 0 {
-			p = -1
-			return 0
-		}
-		p += n
-		return v
+	d := bincode.Decoder{S: unsafe.String(unsafe.SliceData(body), len(body))[len(fingerprintHeader):]}
+	const least = 1 + 5 + sha256.Size // a path's length, five integers, the digest
+	fps := make([]resource.Fingerprint, d.Count(least))
+	for i := range fps {
+		f := &fps[i]
+		f.Path = d.Str()
+		f.Dev = d.Uint()
+		f.Ino = d.Uint()
+		f.Size = d.Int()
+		f.Mtime = d.Int()
+		f.Ctime = d.Int()
+		copy(f.Digest[:], d.Fixed(sha256.Size))
 	}
-	sv := func() int64 {
-		v, n := binary.Varint(body[p:])
-		if n <= 0 {
-			p = -1
-			return 0
-		}
-		p += n
-		return v
-	}
-	count := uv()
-	if p < 0 || count > uint64(len(body)) {
-		return nil, errFingerprints
-	}
-	fps := make([]resource.Fingerprint, 0, count)
-	for range count {
-		var f resource.Fingerprint
-		n := uv()
-		if p < 0 || n > uint64(len(body)-p) {
-			return nil, errFingerprints
-		}
-		f.Path = text[p : p+int(n)]
-		p += int(n)
-		if f.Dev = uv(); p < 0 {
-			return nil, errFingerprints
-		}
-		if f.Ino = uv(); p < 0 {
-			return nil, errFingerprints
-		}
-		if f.Size = sv(); p < 0 {
-			return nil, errFingerprints
-		}
-		if f.Mtime = sv(); p < 0 {
-			return nil, errFingerprints
-		}
-		if f.Ctime = sv(); p < 0 || len(body)-p < sha256.Size {
-			return nil, errFingerprints
-		}
-		p += copy(f.Digest[:], body[p:])
-		fps = append(fps, f)
-	}
-	if p != len(body) {
+	if d.Err != nil || d.S != "" {
 		return nil, errFingerprints
 	}
 	return fps, nil
@@ -120,22 +84,21 @@ func encodeFingerprints(fps []resource.Fingerprint) []byte {
 	for i := range fps {
 		n += len(fps[i].Path) + 6*binary.MaxVarintLen64 + sha256.Size
 	}
-	b := make([]byte, 0, n)
-	b = append(b, fingerprintHeader...)
-	b = binary.AppendUvarint(b, uint64(len(fps)))
+	e := bincode.Encoder{B: make([]byte, 0, n)}
+	e.Raw([]byte(fingerprintHeader))
+	e.Uint(uint64(len(fps)))
 	for i := range fps {
 		f := &fps[i]
-		b = binary.AppendUvarint(b, uint64(len(f.Path)))
-		b = append(b, f.Path...)
-		b = binary.AppendUvarint(b, f.Dev)
-		b = binary.AppendUvarint(b, f.Ino)
-		b = binary.AppendVarint(b, f.Size)
-		b = binary.AppendVarint(b, f.Mtime)
-		b = binary.AppendVarint(b, f.Ctime)
-		b = append(b, f.Digest[:]...)
+		e.Str(f.Path)
+		e.Uint(f.Dev)
+		e.Uint(f.Ino)
+		e.Int(f.Size)
+		e.Int(f.Mtime)
+		e.Int(f.Ctime)
+		e.Raw(f.Digest[:])
 	}
-	sum := sha256.Sum256(b)
-	return append(b, sum[:]...)
+	sum := sha256.Sum256(e.B)
+	return append(e.B, sum[:]...)
 }
 
 // keepFingerprints replaces the fingerprints file when fps differ from
