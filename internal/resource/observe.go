@@ -88,27 +88,28 @@ func (ws *workers) get(i int) *worker {
 	return (*ws)[i]
 }
 
-// parallelRange runs f(i) for every i in [0, n) on up to GOMAXPROCS
-// goroutines, in chunks.
-func parallelRange(n int, f func(i int)) {
-	g := min(runtime.GOMAXPROCS(0), (n+255)/256)
-	if g <= 1 {
+// spread runs f(g, i) for every i in [0, n) on up to GOMAXPROCS
+// goroutines, numbered g from 0, each taking chunk indexes at a time; it
+// starts no more goroutines than there are per indexes for.
+func spread(n, per, chunk int, f func(g, i int)) {
+	gs := min(runtime.GOMAXPROCS(0), (n+per-1)/per)
+	if gs <= 1 {
 		for i := range n {
-			f(i)
+			f(0, i)
 		}
 		return
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range g {
+	for g := range gs {
 		wg.Go(func() {
 			for {
-				start := int(next.Add(64)) - 64
+				start := int(next.Add(int64(chunk))) - chunk
 				if start >= n {
 					return
 				}
-				for i := start; i < min(start+64, n); i++ {
-					f(i)
+				for i := start; i < min(start+chunk, n); i++ {
+					f(g, i)
 				}
 			}
 		})
@@ -116,35 +117,11 @@ func parallelRange(n int, f func(i int)) {
 	wg.Wait()
 }
 
-// parallel runs f over items on up to GOMAXPROCS goroutines, the i-th with
-// worker i of ws.
+// parallel runs f over items on up to GOMAXPROCS goroutines, the g-th with
+// worker g of ws.
 func parallel(ws *workers, items []*item, f func(*worker, *item)) {
-	n := min(runtime.GOMAXPROCS(0), (len(items)+63)/64)
-	if n <= 1 {
-		w := ws.get(0)
-		for _, it := range items {
-			f(w, it)
-		}
-		return
-	}
-	ws.get(n - 1)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			w := (*ws)[i]
-			for {
-				i := int(next.Add(16)) - 16
-				if i >= len(items) {
-					return
-				}
-				for _, it := range items[i:min(i+16, len(items))] {
-					f(w, it)
-				}
-			}
-		})
-	}
-	wg.Wait()
+	ws.get(runtime.GOMAXPROCS(0) - 1)
+	spread(len(items), 64, 16, func(g, i int) { f((*ws)[g], items[i]) })
 }
 
 // observePath reads the resource named base in directory d. content is

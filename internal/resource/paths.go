@@ -223,7 +223,7 @@ func (r *run) changePath(it *item) error {
 		case err != nil:
 			it.obs.err = err
 		default:
-			it.obs.st, it.obs.err = observePath(r.w, d, it.base, it.spec.Kind, it.spec.Content, nil)
+			it.obs.st, it.obs.err = observePath(r.workers.get(0), d, it.base, it.spec.Kind, it.spec.Content, nil)
 		}
 	}
 	if it.obs.err != nil {

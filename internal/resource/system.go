@@ -212,13 +212,13 @@ type run struct {
 	links   map[string]string
 	t       *tree
 	rootErr error
-	w       *worker
 	batch   *atomicfile.Batch
 	gen     int
 	seq     int
 	// changed maps each path changed in this run to when.
 	changed map[string]int
-	// workers: one per goroutine observing paths.
+	// workers: one per goroutine observing paths; the first also
+	// serves the change phase's own looks.
 	workers workers
 	// known: last run's fingerprints, for the first look only.
 	known *knownFiles
@@ -259,7 +259,7 @@ func (s *System) Apply(ctx context.Context, specs []Spec) []Result {
 	// A path's line costs a digest; they are made in parallel. The
 	// others may ask their backends, one at a time.
 	out := make([]Result, len(r.items))
-	parallelRange(len(r.items), func(i int) {
+	spread(len(r.items), 256, 64, func(_, i int) {
 		if it := r.items[i]; isPath(it.spec.Kind) {
 			out[i] = r.result(it)
 		}
@@ -280,7 +280,6 @@ func (s *System) newRun(ctx context.Context, specs []Spec) *run {
 		items:   make([]*item, len(specs)),
 		live:    s.Root != "" && filepath.Clean(s.Root) == "/",
 		links:   map[string]string{},
-		w:       newWorker(),
 		changed: map[string]int{},
 	}
 	if !s.DryRun && len(s.Known) > 0 {
