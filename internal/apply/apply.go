@@ -11,13 +11,11 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/muster-tool/muster/internal/atomicfile"
 	"github.com/muster-tool/muster/internal/bundle"
 	"github.com/muster-tool/muster/internal/fault"
 	"github.com/muster-tool/muster/internal/generation"
@@ -168,19 +166,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	sys := &resource.System{Root: o.Root, Packages: o.Packages, Services: o.Services, DryRun: o.DryRun, Prune: nd.Prune, Known: known, Now: o.Now}
-	staging := filepath.Join(state, stagingFile)
+	staging := &stagingNote{dir: state}
 	if !o.DryRun {
-		_, err := os.Lstat(staging)
-		sys.SweepTemps = err == nil
-		sys.BeforeStaging = func() error {
-			if sys.SweepTemps {
-				return nil // still there from the killed run
-			}
-			if err := atomicfile.WriteFile(staging, nil, 0o600); err != nil {
-				return fmt.Errorf("note in %s that temp files are being staged: %w", state, err)
-			}
-			return nil
-		}
+		sys.SweepTemps = staging.found()
+		sys.BeforeStaging = staging.write
 	}
 	up := upgrade.New(upgrade.Options{Root: o.Root, State: state, Config: o.ConfigPath, Spool: o.Config.Spool,
 		Packages: o.Packages, CheckTimeout: o.CheckTimeout, DryRun: o.DryRun, Now: o.Now}, st.FailedVersions)
@@ -188,7 +177,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if !o.DryRun {
 		// Every temp file of this run is renamed or removed by now, and
 		// those of a killed one swept.
-		os.Remove(staging)
+		staging.clear()
 		// A cache: a run goes on without it.
 		_ = keepFingerprints(state, known, sys.Fingerprints())
 	}

@@ -267,6 +267,41 @@ func outboxList(dir string) ([]outboxItem, error) {
 	return out, nil
 }
 
+// stagingNote is the staging file of one run (see stagingFile).
+type stagingNote struct {
+	dir  string
+	here bool // found at the start of the run, or written by it
+}
+
+func (n *stagingNote) path() string { return filepath.Join(n.dir, stagingFile) }
+
+// found reports whether the last run left the note: it was killed.
+func (n *stagingNote) found() bool {
+	_, err := os.Lstat(n.path())
+	n.here = err == nil
+	return n.here
+}
+
+// write makes the note durable before the run's first temp file.
+func (n *stagingNote) write() error {
+	if n.here {
+		return nil // still there from the killed run
+	}
+	if err := atomicfile.WriteFile(n.path(), nil, 0o600); err != nil {
+		return fmt.Errorf("note in %s that temp files are being staged: %w", n.dir, err)
+	}
+	n.here = true
+	return nil
+}
+
+// clear removes the note once the run's temp files are all gone.
+func (n *stagingNote) clear() {
+	if n.here {
+		os.Remove(n.path())
+		n.here = false
+	}
+}
+
 // removeStaleTemps removes the temp files of atomic writes that a killed
 // run left in the state directory and the outbox.
 func removeStaleTemps(dir string) {
