@@ -3,24 +3,24 @@ package bundle
 import (
 	"encoding/binary"
 	"errors"
-	"runtime"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
 )
 
-// The decoder is built once, on first use; encoders are built as needed and
-// kept in pools. A process that only seals reports never builds the decoder
-// or the larger encoders.
+// The encoders and the decoder are each built once, on first use: building
+// one costs more than compressing a typical declaration, and a process that
+// only seals reports never builds the decoder or the larger encoders. All
+// are safe for concurrent use.
 //
 // A fresh encoder's first frame touches memory in proportion to its window,
 // which is much of the cost of sealing one report in a fresh process. So a
-// payload goes to the encoders with the smallest window that holds it
+// payload goes to the encoder with the smallest window that holds it
 // whole: every frame up to MaxWindow is single-segment, where the window
 // bounds only how far back the encoder looks, and a window that holds the
 // whole payload misses no match.
 var (
-	encoders = [...]encoderPool{
+	encoders = [...]lazyEncoder{
 		{window: smallWindow, single: true},
 		{window: MaxWindow, single: true},
 		// A single-segment frame always declares its content size, even
@@ -35,58 +35,37 @@ var (
 	decoderErr  error
 )
 
-// smallWindow is the window of the encoders for payloads that fit in it.
+// smallWindow is the window of the encoder for payloads that fit in it.
 const smallWindow = 1 << 20
 
-// An encoderPool hands out encoders of one configuration, each to one
-// goroutine at a time, the most recently returned first: a process that
-// seals one bundle at a time builds one encoder and keeps to it, the one
-// whose memory it has already touched.
-type encoderPool struct {
+type lazyEncoder struct {
 	window int
 	single bool
-	mu     sync.Mutex
-	free   []*zstd.Encoder
+	once   sync.Once
+	enc    *zstd.Encoder
+	err    error
 }
 
-// encoderFor returns the pool whose encoders take a payload of n bytes.
-func encoderFor(n int) *encoderPool {
+// encoderFor returns the encoder that takes a payload of n bytes.
+func encoderFor(n int) (*zstd.Encoder, error) {
+	l := &encoders[len(encoders)-1]
 	for i := range encoders {
 		if n <= encoders[i].window {
-			return &encoders[i]
+			l = &encoders[i]
+			break
 		}
 	}
-	return &encoders[len(encoders)-1]
-}
-
-func (p *encoderPool) get() (*zstd.Encoder, error) {
-	p.mu.Lock()
-	if n := len(p.free); n > 0 {
-		e := p.free[n-1]
-		p.free = p.free[:n-1]
-		p.mu.Unlock()
-		return e, nil
-	}
-	p.mu.Unlock()
-	return zstd.NewWriter(nil,
-		zstd.WithEncoderLevel(zstd.SpeedFastest),
-		zstd.WithWindowSize(p.window),
-		zstd.WithEncoderCRC(true),
-		zstd.WithZeroFrames(true),
-		zstd.WithLowerEncoderMem(true),
-		zstd.WithSingleSegment(p.single),
-		zstd.WithEncoderConcurrency(1),
-	)
-}
-
-func (p *encoderPool) put(e *zstd.Encoder) {
-	p.mu.Lock()
-	// Idle encoders beyond what the cores can use are left to the
-	// collector.
-	if len(p.free) < 2*runtime.GOMAXPROCS(0) {
-		p.free = append(p.free, e)
-	}
-	p.mu.Unlock()
+	l.once.Do(func() {
+		l.enc, l.err = zstd.NewWriter(nil,
+			zstd.WithEncoderLevel(zstd.SpeedFastest),
+			zstd.WithWindowSize(l.window),
+			zstd.WithEncoderCRC(true),
+			zstd.WithZeroFrames(true),
+			zstd.WithLowerEncoderMem(true),
+			zstd.WithSingleSegment(l.single),
+		)
+	})
+	return l.enc, l.err
 }
 
 // maxBlock is zstd's Block_Maximum_Size: no block regenerates more.
@@ -108,14 +87,11 @@ func zstdDecoder() (*zstd.Decoder, error) {
 
 // appendCompressed appends payload as one zstd frame.
 func appendCompressed(dst, payload []byte) ([]byte, error) {
-	p := encoderFor(len(payload))
-	enc, err := p.get()
+	enc, err := encoderFor(len(payload))
 	if err != nil {
 		return nil, err
 	}
-	dst = enc.EncodeAll(payload, dst)
-	p.put(enc)
-	return dst, nil
+	return enc.EncodeAll(payload, dst), nil
 }
 
 // frameInfo describes a zstd frame that passed checkFrame.
