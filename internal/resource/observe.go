@@ -77,7 +77,7 @@ func (w *worker) readBuf() []byte {
 	return w.buf
 }
 
-// workers keeps one worker per goroutine of parallel, for all of a run's
+// workers keeps one worker per goroutine of spread, for all of a run's
 // passes.
 type workers []*worker
 
@@ -115,13 +115,6 @@ func spread(n, per, chunk int, f func(g, i int)) {
 		})
 	}
 	wg.Wait()
-}
-
-// parallel runs f over items on up to GOMAXPROCS goroutines, the g-th with
-// worker g of ws.
-func parallel(ws *workers, items []*item, f func(*worker, *item)) {
-	ws.get(runtime.GOMAXPROCS(0) - 1)
-	spread(len(items), 64, 16, func(g, i int) { f((*ws)[g], items[i]) })
 }
 
 // observePath reads the resource named base in directory d. content is

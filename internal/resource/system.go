@@ -68,6 +68,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -171,8 +172,6 @@ type item struct {
 	// kept: an orphaned directory that could not be removed because it is
 	// not empty; its line warns, with the note.
 	kept bool
-	// known: last run's fingerprint of the file, during the first look.
-	known *Fingerprint
 
 	// obs is the item's observation: the first look during the change
 	// phase, replaced by the read-back, after which nothing reads the
@@ -504,6 +503,7 @@ func (r *run) observePaths(t *tree, known *knownFiles) {
 	// Directories are resolved here, one goroutine; files are read in
 	// parallel on the handles found.
 	var todo []*item
+	var vouch []*Fingerprint // beside todo, when there are fingerprints
 	for _, it := range r.items {
 		if it.err != nil || it.leave || !isPath(it.spec.Kind) {
 			continue
@@ -518,15 +518,23 @@ func (r *run) observePaths(t *tree, known *knownFiles) {
 		default:
 			it.dir = d
 			todo = append(todo, it)
-			if known != nil && it.spec.Kind == File {
-				it.known = known.find(it.spec.Path)
+			if known != nil {
+				var fp *Fingerprint
+				if it.spec.Kind == File {
+					fp = known.find(it.spec.Path)
+				}
+				vouch = append(vouch, fp)
 			}
 		}
 	}
-	parallel(&r.workers, todo, func(w *worker, it *item) {
-		o := &it.obs
-		o.st, o.err = observePath(w, it.dir, it.base, it.spec.Kind, it.spec.Content, it.known)
-		it.known = nil
+	r.workers.get(runtime.GOMAXPROCS(0) - 1)
+	spread(len(todo), 64, 16, func(g, i int) {
+		it := todo[i]
+		var fp *Fingerprint
+		if vouch != nil {
+			fp = vouch[i]
+		}
+		it.obs.st, it.obs.err = observePath(r.workers[g], it.dir, it.base, it.spec.Kind, it.spec.Content, fp)
 	})
 }
 
