@@ -89,6 +89,10 @@ type Command struct {
 	// Global lists the shared settings the command takes: "spool",
 	// "mesh", "config", "state", "root".
 	Global []string
+	// HostConfig says the command takes its spool and state directory from
+	// the host config, so --spool and --state override the config and
+	// neither the environment nor a built-in default applies.
+	HostConfig bool
 	// Exits lists the exit statuses the command can return besides 0.
 	Exits []int
 	// Setup builds a fresh options struct for one invocation, adds its
@@ -188,7 +192,7 @@ func quietlyWith(c fault.Class, msg string) error {
 	return fault.New(c, fmt.Errorf("%s", msg))
 }
 
-func addGlobalFlags(fs *pflag.FlagSet, g *Globals, which []string) {
+func addGlobalFlags(fs *pflag.FlagSet, g *Globals, which []string, hostConfig bool) {
 	for _, w := range which {
 		switch w {
 		case "spool":
@@ -202,6 +206,13 @@ func addGlobalFlags(fs *pflag.FlagSet, g *Globals, which []string) {
 		case "root":
 			fs.StringVar(&g.Root, "root", g.Root, "apply everything inside directory `DIR` instead of /")
 		}
+		if hostConfig && (w == "spool" || w == "state") {
+			// The host config wins over the environment and the
+			// built-in default; only the flag overrides it.
+			f := fs.Lookup(w)
+			f.Usage = map[string]string{"spool": "the spool `SPOOL`", "state": "the host state directory `DIR`"}[w] + " instead of the host config's"
+			f.DefValue = ""
+		}
 	}
 }
 
@@ -213,7 +224,7 @@ func run(env *Env, args []string) error {
 	root := pflag.NewFlagSet("muster", pflag.ContinueOnError)
 	root.SetInterspersed(false)
 	root.SetOutput(io.Discard)
-	addGlobalFlags(root, env.Global, allGlobals)
+	addGlobalFlags(root, env.Global, allGlobals, false)
 	help := root.BoolP("help", "h", false, "show help")
 	showVersion := root.Bool("version", false, "print the version")
 	if err := root.Parse(args); err != nil {
@@ -278,7 +289,7 @@ func newFlagSet(cmd *Command, g *Globals) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("muster "+cmd.Path(), pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
-	addGlobalFlags(fs, g, cmd.Global)
+	addGlobalFlags(fs, g, cmd.Global, cmd.HostConfig)
 	fs.BoolP("help", "h", false, "show this help")
 	return fs
 }

@@ -50,8 +50,9 @@ at once. See muster-upgrade(7).`,
 muster apply --dry-run
 # build an image: apply everything inside a directory tree
 muster apply --root /srv/images/web --config /srv/images/web.toml`,
-		Global: []string{"spool", "config", "state", "root"},
-		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary, ExitRestart},
+		Global:     []string{"spool", "config", "state", "root"},
+		HostConfig: true,
+		Exits:      []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary, ExitRestart},
 		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
 			dryRun := fs.Bool("dry-run", false, "show what would change; change nothing and write no report")
 			timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long")

@@ -38,10 +38,11 @@ node with the computed outcome.`,
 muster brief --send
 muster brief show web-1
 muster brief list --table`,
-		Global: []string{"spool", "config", "state", "root"},
-		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
-		Setup:  setupBriefHost,
-		Sub:    []*Command{cmdBriefShow(), cmdBriefList()},
+		Global:     []string{"spool", "config", "state", "root"},
+		HostConfig: true,
+		Exits:      []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
+		Setup:      setupBriefHost,
+		Sub:        []*Command{cmdBriefShow(), cmdBriefList()},
 	})
 }
 

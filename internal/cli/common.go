@@ -34,7 +34,7 @@ func openHost(env *Env) (*host.Config, *host.Identity, error) {
 	if env.Changed("state") {
 		cfg.State = env.Global.State
 	}
-	if env.Changed("spool") || (cfg.Spool == "" && env.Global.Spool != "") {
+	if env.Changed("spool") {
 		cfg.Spool = env.Global.Spool
 	}
 	id, err := host.LoadIdentity(cfg)

@@ -156,3 +156,28 @@ func TestEveryCommandIsListedInMusterPage(t *testing.T) {
 		}
 	}
 }
+
+// apply and brief take the spool and the state directory from the host
+// config; their help must not promise the environment or a built-in
+// default that the config overrides.
+func TestHostConfigFlagsHelp(t *testing.T) {
+	for _, c := range leaves() {
+		if c.Path() != "apply" && c.Path() != "brief" {
+			continue
+		}
+		var b strings.Builder
+		printHelp(&b, c)
+		help := b.String()
+		for _, bad := range []string{"(env MUSTER_SPOOL)", "(default " + DefaultState + ")"} {
+			if strings.Contains(help, bad) {
+				t.Errorf("muster %s --help says %q, but the host config wins", c.Path(), bad)
+			}
+		}
+		for _, flag := range []string{"--spool SPOOL", "--state DIR"} {
+			re := regexp.MustCompile(regexp.QuoteMeta(flag) + ` +.*instead of the host config's\n`)
+			if !re.MatchString(help) {
+				t.Errorf("muster %s --help: %s does not say it overrides the host config:\n%s", c.Path(), flag, help)
+			}
+		}
+	}
+}
