@@ -18,9 +18,9 @@ import (
 func init() {
 	register(&Command{
 		Name:  "enrol",
-		Short: "enrol hosts: issue tokens, admit, revoke, list, join",
+		Short: "enrol hosts: issue and cancel tokens, admit, revoke, list, join",
 		Long:  "Enrolment decides which host identities the mesh trusts. The operator issues a token for a node name; the host joins with it; the mesh admits the join request (declare and report do this implicitly).",
-		Sub:   []*Command{cmdEnrolIssue(), cmdEnrolAdmit(), cmdEnrolRevoke(), cmdEnrolList(), cmdEnrolJoin()},
+		Sub:   []*Command{cmdEnrolIssue(), cmdEnrolCancel(), cmdEnrolAdmit(), cmdEnrolRevoke(), cmdEnrolList(), cmdEnrolJoin()},
 	})
 }
 
@@ -81,7 +81,71 @@ muster enrol issue web-1 --reenrol`,
 				if *reenrol {
 					kind = "re-enrolment token"
 				}
-				fmt.Fprintf(env.Stdio.Err, "muster: %s for %s issued; valid until %s; it is shown only this once\n", kind, args[0], tok.Expires.Format(time.RFC3339))
+				fmt.Fprintf(env.Stdio.Err, "muster: %s for %s issued (id %s); valid until %s; it is shown only this once\n", kind, args[0], tok.ID(), tok.Expires.Format(time.RFC3339))
+				return nil
+			}
+		},
+	}
+}
+
+func cmdEnrolCancel() *Command {
+	return &Command{
+		Name:  "cancel",
+		Usage: "muster enrol cancel NAME [--token ID] [--reason TEXT]",
+		Short: "cancel enrolment tokens no host has used yet",
+		Long: `Cancel every token issued for node NAME that no host has used yet, or only
+token ID with --token (its id is printed when it is issued). A cancelled
+token can never be admitted: the cancellation is written where the token's
+admission would be, with the same single write that makes a token
+single-use, so of a cancel and an admit at the same moment exactly one
+stands, and this command says which. A host that joined with the token
+and was not admitted yet is refused by the next admit.
+
+Cancel admits nothing first: a join request waiting for a token you are
+cancelling is never admitted.
+
+Each cancelled token is printed on stdout. A token already cancelled or
+expired is left as it is and said so on stderr. A token a host has already
+used cannot be cancelled: that host is enrolled, and the command exits with
+the refusal status and names the identity to revoke.`,
+		Examples: `# the stick with web-1's token was lost on the way
+muster enrol cancel web-1 --reason 'token lost in transit'
+# cancel one of two tokens issued for web-1
+muster enrol cancel web-1 --token 3f9c1d0e6b2a48d7a1c5e0f4b7d9a2c6`,
+		Global: []string{"mesh", "spool"},
+		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
+		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
+			tokenID := fs.String("token", "", "cancel only the token with this `ID`")
+			reason := fs.String("reason", "cancelled", "why, as `TEXT` kept with the cancellation")
+			return func(env *Env, args []string) error {
+				if err := needArgs(args, 1, 1, "node NAME"); err != nil {
+					return err
+				}
+				m, err := openMesh(env)
+				if err != nil {
+					return err
+				}
+				res, err := enrol.Cancel(env.Ctx, m, enrol.CancelOptions{Name: args[0], TokenID: *tokenID, Reason: *reason, Now: env.Now()})
+				if err != nil {
+					return err
+				}
+				for _, is := range res.Cancelled {
+					fmt.Fprintf(env.Stdio.Out, "cancelled token %s for %s (issued %s, valid until %s)\n",
+						is.TokenID, is.Name, is.IssuedAt.Format(time.RFC3339), is.Expires.Format(time.RFC3339))
+				}
+				used := false
+				for _, s := range res.Spent {
+					if s.Admitted != nil {
+						used = true
+						fmt.Fprintf(env.Stdio.Err, "muster: error: token %s for %s cannot be cancelled: %s\nmuster: hint: to refuse that host from now on: muster enrol revoke %s\n",
+							s.Token.TokenID, s.Token.Name, s.Reason, s.Token.Name)
+						continue
+					}
+					env.Warnf("token %s for %s left as it is: %s", s.Token.TokenID, s.Token.Name, s.Reason)
+				}
+				if used {
+					return quietly(fault.Refused)
+				}
 				return nil
 			}
 		},

@@ -51,18 +51,30 @@ type JoinRequest struct {
 	Proof   string      `toml:"proof"`
 }
 
-// Admission is the mesh's decision to admit a join request.
+// Admission is the mesh's decision to admit a join request, or to cancel
+// the token before any host used it. Either way it is the one record that
+// spends the token.
 type Admission struct {
 	Version    int               `toml:"version"`
 	TokenID    string            `toml:"token_id"`
 	Name       string            `toml:"name"`
-	NodeID     string            `toml:"node_id"`
-	Host       keys.Public       `toml:"host"`
+	NodeID     string            `toml:"node_id,omitempty"`
+	Host       keys.Public       `toml:"host,omitempty"`
 	Labels     map[string]string `toml:"labels,omitempty"`
-	AdmittedAt time.Time         `toml:"admitted_at"`
+	AdmittedAt time.Time         `toml:"admitted_at,omitempty"`
 	// Replaces is the node id this re-enrolment revoked, if any.
 	Replaces string `toml:"replaces,omitempty"`
+	// CancelledAt is set, and the identity fields are empty, when the
+	// token was cancelled instead (enrol cancel), for CancelReason. The
+	// key is unknown to versions before it, which refuse the record
+	// rather than take it for an admission.
+	CancelledAt  time.Time `toml:"cancelled_at,omitempty"`
+	CancelReason string    `toml:"cancel_reason,omitempty"`
 }
+
+// Cancelled reports whether the record cancels its token rather than
+// admitting a host.
+func (a *Admission) Cancelled() bool { return !a.CancelledAt.IsZero() }
 
 // Revocation records that an identity is refused from then on.
 type Revocation struct {

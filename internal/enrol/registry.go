@@ -181,7 +181,9 @@ func (r *Registry) build() {
 	r.Nodes = map[string]*Node{}
 	adm := make([]*Admission, 0, len(r.Admitted))
 	for _, a := range r.Admitted {
-		adm = append(adm, a)
+		if !a.Cancelled() {
+			adm = append(adm, a)
+		}
 	}
 	sort.Slice(adm, func(i, j int) bool {
 		if !adm[i].AdmittedAt.Equal(adm[j].AdmittedAt) {

@@ -1,0 +1,150 @@
+package enrol
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/muster-tool/muster/internal/bundle"
+	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/mesh"
+	"github.com/muster-tool/muster/spool"
+)
+
+// CancelOptions say which tokens to cancel: every token issued for Name,
+// or only TokenID when it is set.
+type CancelOptions struct {
+	Name    string
+	TokenID string
+	Reason  string
+	Now     time.Time
+}
+
+// CancelResult says what Cancel found for each token it looked at.
+type CancelResult struct {
+	// Cancelled are the tokens cancelled now.
+	Cancelled []*Issued
+	// Spent are the tokens that were already used, cancelled or expired,
+	// each with what spent it.
+	Spent []SpentToken
+}
+
+// SpentToken is a token Cancel left as it was, and why.
+type SpentToken struct {
+	Token  *Issued
+	Reason string
+	// Admitted is the identity the token admitted, if that is what
+	// spent it.
+	Admitted *Admission
+}
+
+// Cancel makes tokens that no host has used yet unusable before they
+// expire, for a token carried on a lost stick or sent to the wrong place.
+// Each cancellation is written where the token's admission would be, with
+// the same create-if-absent write that makes a token single-use, so a
+// cancelled token can never be admitted, even by an admit running at the
+// same moment: whichever record is written first stands, and Cancel says
+// which. Join requests already waiting for the token are refused by the
+// next admit; Cancel does not admit anything itself.
+func Cancel(ctx context.Context, m *mesh.Mesh, o CancelOptions) (*CancelResult, error) {
+	reg, err := LoadRegistry(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	tokens, err := issuedFor(ctx, m, reg, o)
+	if err != nil {
+		return nil, err
+	}
+	res := &CancelResult{}
+	for _, is := range tokens {
+		a := reg.Admitted[is.TokenID]
+		if a == nil && !o.Now.Before(is.Expires) {
+			res.Spent = append(res.Spent, SpentToken{Token: is, Reason: "expired at " + is.Expires.Format(time.RFC3339)})
+			continue
+		}
+		if a == nil {
+			c := &Admission{Version: recordVersion, TokenID: is.TokenID, Name: is.Name, CancelledAt: o.Now.UTC(), CancelReason: o.Reason}
+			data, err := bundle.SealTOML(c, admitCtx(is.TokenID), m.Pair.Sign, m.Pair.Age.Recipient())
+			if err != nil {
+				return nil, err
+			}
+			err = m.Spool.Put(ctx, spool.AdmitName(is.TokenID), data)
+			if err == nil {
+				res.Cancelled = append(res.Cancelled, is)
+				continue
+			}
+			if !errors.Is(err, spool.ErrConflict) {
+				return nil, err
+			}
+			// An admit, or another cancel, decided the token first.
+			if a, err = readAdmission(ctx, m, is.TokenID); err != nil {
+				return nil, err
+			}
+		}
+		st := SpentToken{Token: is, Reason: tokenUsed(a)}
+		if !a.Cancelled() {
+			st.Admitted = a
+		}
+		res.Spent = append(res.Spent, st)
+	}
+	return res, nil
+}
+
+// issuedFor reads the token records Cancel is asked about, oldest first.
+func issuedFor(ctx context.Context, m *mesh.Mesh, reg *Registry, o CancelOptions) ([]*Issued, error) {
+	if o.TokenID != "" {
+		var mu sync.Mutex
+		is, err := reg.issued(ctx, m, &mu, o.TokenID)
+		if err != nil {
+			return nil, err
+		}
+		if is == nil {
+			return nil, fault.WithHint(fmt.Errorf("no token %s was issued by this mesh", o.TokenID),
+				"the token id is printed when the token is issued; cancel every token of a node with: muster enrol cancel "+o.Name)
+		}
+		if is.Name != o.Name {
+			return nil, fault.Usagef("token %s was issued for %s, not %s", o.TokenID, is.Name, o.Name)
+		}
+		return []*Issued{is}, nil
+	}
+	signer := m.Pair.Sign.Public().(ed25519.PublicKey)
+	var (
+		mu  sync.Mutex
+		out []*Issued
+	)
+	err := eachObject(ctx, m.Spool, spool.EnrolTokenPrefix, func(string) bool { return true }, func(name string, data []byte) error {
+		tid := strings.TrimPrefix(name, spool.EnrolTokenPrefix)
+		is := new(Issued)
+		if err := bundle.OpenTOML(data, tokenCtx(tid), m.Pair.Age, signer, is); err != nil {
+			return err
+		}
+		if is.TokenID != tid {
+			return fmt.Errorf("token record names token %s", is.TokenID)
+		}
+		if is.Name == o.Name {
+			mu.Lock()
+			out = append(out, is)
+			mu.Unlock()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fault.WithHint(fmt.Errorf("no token was ever issued for %s", o.Name),
+			"see the enrolled nodes with: muster enrol list")
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].IssuedAt.Equal(out[j].IssuedAt) {
+			return out[i].IssuedAt.Before(out[j].IssuedAt)
+		}
+		return out[i].TokenID < out[j].TokenID
+	})
+	return out, nil
+}
