@@ -143,7 +143,12 @@ func Admit(ctx context.Context, m *mesh.Mesh, now time.Time) (*AdmitResult, *Reg
 		return a.hostFP < b.hostFP
 	})
 	res := &AdmitResult{}
-	for len(pend) > 0 {
+	for rounds := 0; len(pend) > 0; rounds++ {
+		// Each round admits a nanosecond after the one before: a
+		// re-enrolment decided on an admission of an earlier round must
+		// come after it when any reader replays the admissions, which
+		// it does by time, then token id.
+		at := now.Add(time.Duration(rounds))
 		var (
 			round []*decision
 			later []*pendingJoin
@@ -155,7 +160,7 @@ func Admit(ctx context.Context, m *mesh.Mesh, now time.Time) (*AdmitResult, *Reg
 		for _, p := range pend {
 			d, wait := (*decision)(nil), waiting[p.tokenID]
 			if !wait {
-				d, wait = decide(reg, taken, p, now)
+				d, wait = decide(reg, taken, p, at)
 			}
 			switch {
 			case wait:

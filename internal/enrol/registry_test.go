@@ -217,3 +217,39 @@ func TestJoinKeepsConfigSettings(t *testing.T) {
 		t.Error("a briefing below its free-root threshold is eligible")
 	}
 }
+
+// Two re-enrolment tokens for one name, both joined before one admit: the
+// older request is admitted first, and the newer one, decided in a later
+// round, replaces it. Every reader must replay them in that order, whatever
+// the order of their token ids, so the host admitted last is the one
+// trusted and the one in between is revoked.
+func TestTwoReenrolmentsInOneAdmit(t *testing.T) {
+	t.Parallel()
+	for _, newerFirstByID := range []bool{false, true} {
+		f := newFixture(t)
+		f.join("old", f.issue(IssueOptions{Name: "web-1"}), tJoin)
+		_, reg := f.admit(tAdmit)
+		old := reg.Enrolled("web-1")
+		tReissue := tAdmit.Add(time.Hour)
+		a := f.issue(IssueOptions{Name: "web-1", Reenrol: true, Now: tReissue})
+		b := f.issue(IssueOptions{Name: "web-1", Reenrol: true, Now: tReissue})
+		// first joins first; it is the token id order that varies.
+		first, second := a, b
+		if (a.ID() > b.ID()) != newerFirstByID {
+			first, second = b, a
+		}
+		j1 := f.join("first", first, tReissue.Add(time.Minute))
+		j2 := f.join("second", second, tReissue.Add(2*time.Minute))
+		res, reg := f.admit(tReissue.Add(3 * time.Minute))
+		want := []Admitted{{Name: "web-1", NodeID: j1.NodeID, Replaces: old.NodeID}, {Name: "web-1", NodeID: j2.NodeID, Replaces: j1.NodeID}}
+		if len(res.Refused) != 0 || len(res.Admitted) != 2 || !(res.Admitted[0] == want[0] && res.Admitted[1] == want[1] || res.Admitted[0] == want[1] && res.Admitted[1] == want[0]) {
+			t.Errorf("token ids descending %v: admit %+v, want %+v", newerFirstByID, res, want)
+		}
+		for _, r := range []*Registry{reg, f.registry()} {
+			n := r.Nodes["web-1"]
+			if n.Current.NodeID != j2.NodeID || n.Current.Revoked() || len(n.Past) != 2 || n.Past[1].NodeID != j1.NodeID || !n.Past[1].Revoked() {
+				t.Errorf("token ids descending %v: web-1 is %+v, past %+v; want %s trusted, %s revoked", newerFirstByID, n.Current, n.Past, j2.NodeID, j1.NodeID)
+			}
+		}
+	}
+}
