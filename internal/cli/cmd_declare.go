@@ -82,11 +82,12 @@ generate-config | muster declare --json -`,
 				if err != nil {
 					return err
 				}
-				// A dry run writes nothing, so it does not admit: pending
-				// join requests are left for the next declare or admit.
+				// A dry run writes nothing: it shows the hosts waiting to
+				// join as the real declare would admit them, and leaves
+				// their requests pending.
 				var reg *enrol.Registry
 				if *dryRun {
-					reg, err = enrol.LoadRegistry(env.Ctx, m)
+					reg, err = previewAdmit(env, m)
 				} else {
 					reg, err = admitPending(env, m)
 				}

@@ -44,6 +44,22 @@ func openHost(env *Env) (*host.Config, *host.Identity, error) {
 	return cfg, id, err
 }
 
+// previewAdmit decides pending join requests as admitPending would, writes
+// nothing, and says on stderr what a real run would decide.
+func previewAdmit(env *Env, m *mesh.Mesh) (*enrol.Registry, error) {
+	res, reg, err := enrol.PreviewAdmit(env.Ctx, m, env.Now())
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range res.Admitted {
+		fmt.Fprintf(env.Stdio.Err, "muster: dry run: would admit %s as identity %s%s\n", a.Name, a.NodeID, replacesNote(a.Replaces))
+	}
+	for _, r := range res.Refused {
+		env.Warnf("dry run: would refuse: %s", r)
+	}
+	return reg, nil
+}
+
 // admitPending runs the implicit admission of declare and report and says
 // what it decided on stderr.
 func admitPending(env *Env, m *mesh.Mesh) (*enrol.Registry, error) {

@@ -98,6 +98,18 @@ const (
 // for the next round, so nothing is decided on an admission that another
 // admit may yet have recorded differently.
 func Admit(ctx context.Context, m *mesh.Mesh, now time.Time) (*AdmitResult, *Registry, error) {
+	return admit(ctx, m, now, true)
+}
+
+// PreviewAdmit decides every pending join request as Admit would, and
+// writes nothing: the registry it returns is the one Admit would leave if
+// no other admit ran in between, for a dry run that shows what a real run
+// would do to hosts still waiting to join.
+func PreviewAdmit(ctx context.Context, m *mesh.Mesh, now time.Time) (*AdmitResult, *Registry, error) {
+	return admit(ctx, m, now, false)
+}
+
+func admit(ctx context.Context, m *mesh.Mesh, now time.Time, write bool) (*AdmitResult, *Registry, error) {
 	reg, err := LoadRegistry(ctx, m)
 	if err != nil {
 		return nil, nil, err
@@ -142,6 +154,12 @@ func Admit(ctx context.Context, m *mesh.Mesh, now time.Time) (*AdmitResult, *Reg
 		}
 		return a.hostFP < b.hostFP
 	})
+	record := func(ds []*decision) error {
+		if !write {
+			return nil
+		}
+		return writeDecisions(ctx, m, ds, now)
+	}
 	res := &AdmitResult{}
 	for rounds := 0; len(pend) > 0; rounds++ {
 		// Each round admits a nanosecond after the one before: a
@@ -176,7 +194,7 @@ func Admit(ctx context.Context, m *mesh.Mesh, now time.Time) (*AdmitResult, *Reg
 				round = append(round, d)
 			}
 		}
-		if err := writeDecisions(ctx, m, round, now); err != nil {
+		if err := record(round); err != nil {
 			return nil, nil, err
 		}
 		// A token another admit decided first is spent, unless what it
@@ -192,7 +210,7 @@ func Admit(ctx context.Context, m *mesh.Mesh, now time.Time) (*AdmitResult, *Reg
 				spent = append(spent, &decision{p: d.p, reason: tokenUsed(d.other)})
 			}
 		}
-		if err := writeDecisions(ctx, m, spent, now); err != nil {
+		if err := record(spent); err != nil {
 			return nil, nil, err
 		}
 		for _, d := range spent {
@@ -200,28 +218,34 @@ func Admit(ctx context.Context, m *mesh.Mesh, now time.Time) (*AdmitResult, *Reg
 		}
 		pend = later
 	}
-	// Read what concurrent admits decided, so the registry reflects
-	// exactly what the spool holds.
-	if err := reg.refresh(ctx, m); err != nil {
-		return nil, nil, err
-	}
-	if len(res.Admitted) > 0 {
-		kept := res.Admitted[:0]
-		for _, a := range res.Admitted {
-			if reg.Identities[a.NodeID] != nil {
-				kept = append(kept, a)
-				continue
-			}
-			// Another admit, at the same time, gave this name to
-			// another identity first.
-			res.Refused = append(res.Refused, Refused{TokenID: reg.tokenOf(a.NodeID), HostFP: a.NodeID, Name: a.Name,
-				Reason: "another admission of " + a.Name + " was recorded first"})
+	if write {
+		// Read what concurrent admits decided, so the registry
+		// reflects exactly what the spool holds.
+		if err := reg.refresh(ctx, m); err != nil {
+			return nil, nil, err
 		}
-		res.Admitted = kept
+		res.Admitted = keepRecorded(reg, res)
 	}
 	sort.Slice(res.Admitted, func(i, j int) bool { return res.Admitted[i].Name < res.Admitted[j].Name })
 	sort.Slice(res.Refused, func(i, j int) bool { return res.Refused[i].String() < res.Refused[j].String() })
 	return res, reg, nil
+}
+
+// keepRecorded returns the admissions of res that the registry, refreshed
+// after writing, holds; each of the others is added to res.Refused.
+func keepRecorded(reg *Registry, res *AdmitResult) []Admitted {
+	kept := res.Admitted[:0]
+	for _, a := range res.Admitted {
+		if reg.Identities[a.NodeID] != nil {
+			kept = append(kept, a)
+			continue
+		}
+		// Another admit, at the same time, gave this name to another
+		// identity first.
+		res.Refused = append(res.Refused, Refused{TokenID: reg.tokenOf(a.NodeID), HostFP: a.NodeID, Name: a.Name,
+			Reason: "another admission of " + a.Name + " was recorded first"})
+	}
+	return kept
 }
 
 // decodePending reads and checks every pending request, and the record of

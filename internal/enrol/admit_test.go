@@ -7,6 +7,11 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -506,4 +511,52 @@ func count(t *testing.T, f *fixture, prefix string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// PreviewAdmit decides as Admit does and writes nothing: the spool is
+// byte for byte as it was, and a real admit afterwards decides the same.
+func TestPreviewAdmitWritesNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	a := f.join("a", f.issue(IssueOptions{Name: "web-1"}), tJoin)
+	tok := f.issue(IssueOptions{Name: "web-2"})
+	f.join("b", tok, tJoin)
+	c := f.join("c", tok, tJoin.Add(time.Second)) // the token is spent by b
+	before := spoolFiles(t, f)
+	pres, preg, err := PreviewAdmit(f.ctx, f.m, tAdmit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := spoolFiles(t, f); !maps.Equal(before, after) {
+		t.Fatalf("preview wrote to the spool: %d objects before, %d after", len(before), len(after))
+	}
+	if preg.Enrolled("web-1") == nil || preg.Enrolled("web-1").NodeID != a.NodeID || preg.Enrolled("web-2") == nil {
+		t.Errorf("preview registry: %+v", preg.Nodes)
+	}
+	if f.registry().Enrolled("web-1") != nil {
+		t.Error("web-1 is enrolled after a preview")
+	}
+	res, _ := f.admit(tAdmit)
+	if !slices.Equal(pres.Admitted, res.Admitted) || len(pres.Refused) != 1 || len(res.Refused) != 1 || pres.Refused[0].HostFP != c.NodeID || pres.Refused[0] != res.Refused[0] {
+		t.Errorf("preview decided %+v, admit %+v", pres, res)
+	}
+}
+
+// spoolFiles maps every file in the fixture's spool to its content.
+func spoolFiles(t *testing.T, f *fixture) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	root := f.m.Spool.(*spool.Dir).Path()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		out[p] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
