@@ -94,7 +94,8 @@ func cmdEnrolCancel() *Command {
 		Usage: "muster enrol cancel NAME [--token ID] [--reason TEXT]",
 		Short: "cancel enrolment tokens no host has used yet",
 		Long: `Cancel every token issued for node NAME that no host has used yet, or only
-token ID with --token (its id is printed when it is issued). A cancelled
+the token whose id is or starts with ID, with --token (enrol issue prints the
+id, enrol list the ids of the tokens not used yet). A cancelled
 token can never be admitted: the cancellation is written where the token's
 admission would be, with the same single write that makes a token
 single-use, so of a cancel and an admit at the same moment exactly one
@@ -115,7 +116,7 @@ muster enrol cancel web-1 --token 3f9c1d0e6b2a48d7a1c5e0f4b7d9a2c6`,
 		Global: []string{"mesh", "spool"},
 		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
 		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
-			tokenID := fs.String("token", "", "cancel only the token with this `ID`")
+			tokenID := fs.String("token", "", "cancel only the token whose id is or starts with `ID`")
 			reason := fs.String("reason", "cancelled", "why, as `TEXT` kept with the cancellation")
 			return func(env *Env, args []string) error {
 				if err := needArgs(args, 1, 1, "node NAME"); err != nil {
@@ -250,19 +251,31 @@ type listRevoked struct {
 	Reason    string    `json:"reason"`
 }
 
+// listToken is a token that could still admit a host.
+type listToken struct {
+	TokenID  string    `json:"token_id"`
+	Name     string    `json:"name"`
+	Reenrol  bool      `json:"reenrol"`
+	IssuedAt time.Time `json:"issued_at"`
+	Expires  time.Time `json:"expires"`
+}
+
 func cmdEnrolList() *Command {
 	return &Command{
 		Name:  "list",
 		Usage: "muster enrol list [--table | --json]",
-		Short: "list enrolled nodes, their eligibility and revoked identities",
+		Short: "list enrolled nodes, their eligibility and revoked identities, and unused tokens",
 		Long: `List every node ever enrolled: name, identity fingerprint, when it was
 enrolled, labels, eligibility computed from its newest briefing (eligible,
 ineligible, decommissioned, or no briefing yet), and its revoked identities
-with dates. Pending join requests are admitted first.
+with dates. Then list the tokens that could still admit a host: issued, not
+used, not cancelled and not expired (see 'muster enrol cancel'). Pending join
+requests are admitted first.
 
 --json output is versioned: {"version": 1, "nodes": [{"name", "node_id",
 "enrolled_at", "labels", "eligibility", "failed_lines", "revoked": [{"node_id",
-"revoked_at", "reason"}]}]}.`,
+"revoked_at", "reason"}]}], "tokens": [{"token_id", "name", "reenrol",
+"issued_at", "expires"}]}.`,
 		Examples: "muster enrol list --table\nmuster enrol list --json | jq -r '.nodes[] | select(.eligibility == \"ineligible\") | .name'",
 		Global:   []string{"mesh", "spool"},
 		Exits:    []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
@@ -276,9 +289,17 @@ with dates. Pending join requests are admitted first.
 				if *table && *asJSON {
 					return fault.Usagef("--table and --json exclude each other")
 				}
-				_, reg, briefs, err := openFleet(env)
+				m, reg, briefs, err := openFleet(env)
 				if err != nil {
 					return err
+				}
+				outstanding, err := enrol.Outstanding(env.Ctx, m, reg, env.Now())
+				if err != nil {
+					return err
+				}
+				tokens := []listToken{}
+				for _, is := range outstanding {
+					tokens = append(tokens, listToken{is.TokenID, is.Name, is.Reenrol, is.IssuedAt, is.Expires})
 				}
 				var nodes []listNode
 				for _, name := range reg.Names() {
@@ -299,19 +320,53 @@ with dates. Pending join requests are admitted first.
 					}
 					nodes = append(nodes, ln)
 				}
-				return printList(env.Stdio.Out, nodes, *table, *asJSON, env.Now())
+				return printList(env.Stdio.Out, nodes, tokens, *table, *asJSON)
 			}
 		},
 	}
 }
 
-func printList(w io.Writer, nodes []listNode, table, asJSON bool, now time.Time) error {
+func printList(w io.Writer, nodes []listNode, tokens []listToken, table, asJSON bool) error {
 	if asJSON {
 		if nodes == nil {
 			nodes = []listNode{}
 		}
-		return writeJSON(w, map[string]any{"version": listJSONVersion, "nodes": nodes})
+		return writeJSON(w, map[string]any{"version": listJSONVersion, "nodes": nodes, "tokens": tokens})
 	}
+	if err := printNodes(w, nodes, table); err != nil {
+		return err
+	}
+	return printTokens(w, tokens, table)
+}
+
+// printTokens lists the tokens that could still admit a host.
+func printTokens(w io.Writer, tokens []listToken, table bool) error {
+	if len(tokens) == 0 {
+		return nil
+	}
+	kind := func(t listToken) string {
+		if t.Reenrol {
+			return "re-enrolment"
+		}
+		return "plain"
+	}
+	fmt.Fprintln(w)
+	if table {
+		var rows [][]string
+		for _, t := range tokens {
+			rows = append(rows, []string{shortID(t.TokenID), t.Name, kind(t), t.IssuedAt.UTC().Format("2006-01-02 15:04"), t.Expires.UTC().Format("2006-01-02 15:04")})
+		}
+		return renderTable(w, []string{"UNUSED TOKEN", "NODE", "KIND", "ISSUED (UTC)", "VALID UNTIL (UTC)"}, rows)
+	}
+	for _, t := range tokens {
+		fmt.Fprintf(w, "token %s for %s not used yet: %s, issued %s, valid until %s\n", t.TokenID, t.Name, kind(t),
+			t.IssuedAt.UTC().Format(time.RFC3339), t.Expires.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// printNodes lists the nodes for people.
+func printNodes(w io.Writer, nodes []listNode, table bool) error {
 	if table {
 		var rows [][]string
 		for _, n := range nodes {

@@ -98,8 +98,12 @@ func Cancel(ctx context.Context, m *mesh.Mesh, o CancelOptions) (*CancelResult, 
 // issuedFor reads the token records Cancel is asked about, oldest first.
 func issuedFor(ctx context.Context, m *mesh.Mesh, reg *Registry, o CancelOptions) ([]*Issued, error) {
 	if o.TokenID != "" {
+		tid, err := fullTokenID(ctx, m, o.TokenID)
+		if err != nil {
+			return nil, err
+		}
 		var mu sync.Mutex
-		is, err := reg.issued(ctx, m, &mu, o.TokenID)
+		is, err := reg.issued(ctx, m, &mu, tid)
 		if err != nil {
 			return nil, err
 		}
@@ -108,16 +112,64 @@ func issuedFor(ctx context.Context, m *mesh.Mesh, reg *Registry, o CancelOptions
 				"the token id is printed when the token is issued; cancel every token of a node with: muster enrol cancel "+o.Name)
 		}
 		if is.Name != o.Name {
-			return nil, fault.Usagef("token %s was issued for %s, not %s", o.TokenID, is.Name, o.Name)
+			return nil, fault.Usagef("token %s was issued for %s, not %s", tid, is.Name, o.Name)
 		}
 		return []*Issued{is}, nil
 	}
+	out, err := readIssued(ctx, m, func(string) bool { return true }, func(is *Issued) bool { return is.Name == o.Name })
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fault.WithHint(fmt.Errorf("no token was ever issued for %s", o.Name),
+			"see the nodes and the tokens not used yet with: muster enrol list")
+	}
+	return out, nil
+}
+
+// fullTokenID returns the one token id that starts with prefix (the tables
+// for people show the first 12 characters), or prefix itself when no id
+// does, for the caller to say no such token was issued.
+func fullTokenID(ctx context.Context, m *mesh.Mesh, prefix string) (string, error) {
+	if prefix == "" || strings.Trim(prefix, "0123456789abcdef") != "" {
+		return "", fault.Usagef("token id %q: want the hex id that enrol issue and enrol list print", prefix)
+	}
+	var ids []string
+	err := m.Spool.List(ctx, spool.EnrolTokenPrefix+prefix, func(i spool.Info) error {
+		ids = append(ids, strings.TrimPrefix(i.Name, spool.EnrolTokenPrefix))
+		return nil
+	})
+	switch {
+	case err != nil:
+		return "", err
+	case len(ids) > 1:
+		return "", fault.Usagef("token id %s is the start of %d token ids: give more of it", prefix, len(ids))
+	case len(ids) == 1:
+		return ids[0], nil
+	}
+	return prefix, nil
+}
+
+// Outstanding returns the tokens no host has used and no one cancelled,
+// that have not expired at now, by node name and then oldest first: the
+// tokens that could still admit a host.
+func Outstanding(ctx context.Context, m *mesh.Mesh, reg *Registry, now time.Time) ([]*Issued, error) {
+	return readIssued(ctx, m, func(tid string) bool { return reg.Admitted[tid] == nil },
+		func(is *Issued) bool { return now.Before(is.Expires) })
+}
+
+// readIssued reads the token records whose ids want selects (the others
+// are not even decrypted) and returns those keep selects, by node name and
+// then oldest first.
+func readIssued(ctx context.Context, m *mesh.Mesh, want func(tokenID string) bool, keep func(*Issued) bool) ([]*Issued, error) {
 	signer := m.Pair.Sign.Public().(ed25519.PublicKey)
 	var (
 		mu  sync.Mutex
 		out []*Issued
 	)
-	err := eachObject(ctx, m.Spool, spool.EnrolTokenPrefix, func(string) bool { return true }, func(name string, data []byte) error {
+	err := eachObject(ctx, m.Spool, spool.EnrolTokenPrefix, func(name string) bool {
+		return want(strings.TrimPrefix(name, spool.EnrolTokenPrefix))
+	}, func(name string, data []byte) error {
 		tid := strings.TrimPrefix(name, spool.EnrolTokenPrefix)
 		is := new(Issued)
 		if err := bundle.OpenTOML(data, tokenCtx(tid), m.Pair.Age, signer, is); err != nil {
@@ -126,7 +178,7 @@ func issuedFor(ctx context.Context, m *mesh.Mesh, reg *Registry, o CancelOptions
 		if is.TokenID != tid {
 			return fmt.Errorf("token record names token %s", is.TokenID)
 		}
-		if is.Name == o.Name {
+		if keep(is) {
 			mu.Lock()
 			out = append(out, is)
 			mu.Unlock()
@@ -136,15 +188,15 @@ func issuedFor(ctx context.Context, m *mesh.Mesh, reg *Registry, o CancelOptions
 	if err != nil {
 		return nil, err
 	}
-	if len(out) == 0 {
-		return nil, fault.WithHint(fmt.Errorf("no token was ever issued for %s", o.Name),
-			"see the enrolled nodes with: muster enrol list")
-	}
 	sort.Slice(out, func(i, j int) bool {
-		if !out[i].IssuedAt.Equal(out[j].IssuedAt) {
-			return out[i].IssuedAt.Before(out[j].IssuedAt)
+		a, b := out[i], out[j]
+		if a.Name != b.Name {
+			return a.Name < b.Name
 		}
-		return out[i].TokenID < out[j].TokenID
+		if !a.IssuedAt.Equal(b.IssuedAt) {
+			return a.IssuedAt.Before(b.IssuedAt)
+		}
+		return a.TokenID < b.TokenID
 	})
 	return out, nil
 }

@@ -170,3 +170,69 @@ func TestCancelRacesAdmit(t *testing.T) {
 	}
 	t.Logf("%d cancelled first, %d admitted first", cancelled, admitted)
 }
+
+// Outstanding lists exactly the tokens that could still admit a host: not
+// the used one, not the cancelled one, not the expired one.
+func TestOutstandingTokens(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	used := f.issue(IssueOptions{Name: "web-1"})
+	f.join("a", used, tJoin)
+	f.admit(tAdmit)
+	cancelled := f.issue(IssueOptions{Name: "web-2"})
+	f.cancel(CancelOptions{Name: "web-2"})
+	f.issue(IssueOptions{Name: "web-3", Expires: time.Minute})
+	open2 := f.issue(IssueOptions{Name: "web-2", Now: t0.Add(time.Second)})
+	reenrol := f.issue(IssueOptions{Name: "web-1", Reenrol: true, Now: tAdmit})
+	out, err := Outstanding(f.ctx, f.m, f.registry(), tAdmit.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, is := range out {
+		got = append(got, is.Name+" "+is.TokenID)
+	}
+	want := []string{"web-1 " + reenrol.ID(), "web-2 " + open2.ID()}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("outstanding %q, want %q (not %s, used, nor %s, cancelled)", got, want, used.ID(), cancelled.ID())
+	}
+	if !out[0].Reenrol {
+		t.Error("the re-enrolment token is not marked as one")
+	}
+}
+
+// --token takes the start of an id, as the tables show it, and refuses
+// one that is the start of several ids or is not hex.
+func TestCancelByIDPrefix(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	byFirst := map[byte]*Issued{}
+	var shared string
+	for i := 0; shared == ""; i++ {
+		tok := f.issue(IssueOptions{Name: "web-1", Now: t0.Add(time.Duration(i) * time.Second)})
+		if byFirst[tok.ID()[0]] != nil {
+			shared = tok.ID()[:1]
+		}
+		byFirst[tok.ID()[0]] = &Issued{TokenID: tok.ID()}
+	}
+	_, err := Cancel(f.ctx, f.m, CancelOptions{Name: "web-1", TokenID: shared, Now: tCancel})
+	if fault.ClassOf(err) != fault.Usage || !strings.Contains(err.Error(), "is the start of 2 token ids") {
+		t.Errorf("cancel --token %s: %v, want it refused as the start of two ids", shared, err)
+	}
+	for _, bad := range []string{"XYZ", "web-1"} {
+		if _, err := Cancel(f.ctx, f.m, CancelOptions{Name: "web-1", TokenID: bad, Now: tCancel}); fault.ClassOf(err) != fault.Usage {
+			t.Errorf("cancel --token %q: %v, want a usage error", bad, err)
+		}
+	}
+	one := byFirst[shared[0]].TokenID
+	for c, is := range byFirst {
+		if c != shared[0] {
+			one = is.TokenID
+			break
+		}
+	}
+	res := f.cancel(CancelOptions{Name: "web-1", TokenID: one[:12]})
+	if len(res.Cancelled) != 1 || res.Cancelled[0].TokenID != one {
+		t.Errorf("cancel --token %s: %+v, want %s cancelled", one[:12], res, one)
+	}
+}
