@@ -9,7 +9,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/muster-tool/muster/internal/apply"
+	"github.com/muster-tool/muster/internal/enrol"
 	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/host"
 	"github.com/muster-tool/muster/internal/outcome"
 	"github.com/muster-tool/muster/internal/resource/debian"
 	"github.com/muster-tool/muster/internal/resource/systemd"
@@ -105,6 +107,9 @@ muster apply --root /srv/images/web --config /srv/images/web.toml`,
 					}
 					return err
 				}
+				if res.Nothing {
+					return printNothing(ctx, env, sp, id, res)
+				}
 				err = printApply(env, res, *dryRun)
 				if stopped := interrupted(ctx, *timeout); stopped != "" && res.Failed > 0 {
 					// What was not done is reported as failed; the
@@ -115,6 +120,30 @@ muster apply --root /srv/images/web --config /srv/images/web.toml`,
 			}
 		},
 	})
+}
+
+// printNothing says why nothing is declared for this node: it may still
+// wait to be admitted, or have been refused, which the operator of the
+// host must hear of (with the refusal status) rather than read as a host
+// with nothing to do.
+func printNothing(ctx context.Context, env *Env, sp spool.Spool, id *host.Identity, res *apply.Result) error {
+	if res.Flushed > 0 {
+		fmt.Fprintf(env.Stdio.Err, "muster: sent %d earlier report(s) from the outbox\n", res.Flushed)
+	}
+	st, err := enrol.ReadJoinState(ctx, sp, id)
+	if err != nil {
+		return err
+	}
+	switch {
+	case st != nil && st.Refused:
+		return fault.WithHint(fault.Refusedf("%s", st),
+			"ask the operator for a new token, then run: muster enrol join --force")
+	case st != nil && st.Pending:
+		fmt.Fprintf(env.Stdio.Out, "nothing declared for this node yet: %s (newest generation %d)\n", st, res.Newest)
+	default:
+		fmt.Fprintf(env.Stdio.Out, "nothing declared for this node yet (newest generation %d)\n", res.Newest)
+	}
+	return nil
 }
 
 // interrupted says why a run was cut short, or "" if it was not.
@@ -132,10 +161,6 @@ func printApply(env *Env, res *apply.Result, dryRun bool) error {
 	w := env.Stdio.Out
 	if res.Flushed > 0 {
 		fmt.Fprintf(env.Stdio.Err, "muster: sent %d earlier report(s) from the outbox\n", res.Flushed)
-	}
-	if res.Nothing {
-		fmt.Fprintf(w, "nothing declared for this node yet (newest generation %d)\n", res.Newest)
-		return nil
 	}
 	rep := res.Report
 	for _, n := range rep.Notes {

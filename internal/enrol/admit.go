@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"filippo.io/age"
+
 	"github.com/muster-tool/muster/internal/bundle"
 	"github.com/muster-tool/muster/internal/mesh"
 	"github.com/muster-tool/muster/internal/workpool"
@@ -456,8 +458,22 @@ func (d *decision) seal(m *mesh.Mesh, now time.Time) error {
 	}
 	d.refusal = &Refusal{Version: recordVersion, TokenID: tid, HostFP: fp, Reason: d.reason, RefusedAt: now.UTC()}
 	d.name = spool.RefusedName(tid, fp)
-	d.data, err = bundle.SealTOML(d.refusal, refusedCtx(tid, fp), m.Pair.Sign, m.Pair.Age.Recipient())
+	d.data, err = bundle.SealTOML(d.refusal, refusedCtx(tid, fp), m.Pair.Sign, refusalReaders(m, d.p)...)
 	return err
+}
+
+// refusalReaders are who can read a refusal: the mesh, and the host that
+// asked when its request could be read, so that the host can say why it
+// was refused (see JoinState). Only the holder of the key that signed the
+// request reads it.
+func refusalReaders(m *mesh.Mesh, p *pendingJoin) []age.Recipient {
+	readers := []age.Recipient{m.Pair.Age.Recipient()}
+	if p.req != nil {
+		if r, err := p.req.Host.Recipient(); err == nil {
+			readers = append(readers, r)
+		}
+	}
+	return readers
 }
 
 // put writes the decision's record on its own.

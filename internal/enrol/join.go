@@ -144,6 +144,9 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 	if err := host.WriteIdentity(o.State, pair, pub.Keys); err != nil {
 		return nil, err
 	}
+	if err := host.WriteJoin(o.State, tok.ID()); err != nil {
+		return nil, err
+	}
 	cfg := *prev
 	cfg.Spool, cfg.Node, cfg.State = o.Spool, tok.Name, o.State
 	if o.Brief != (host.BriefConfig{}) {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/muster-tool/muster/internal/fault"
 	"github.com/muster-tool/muster/spool"
@@ -60,7 +61,8 @@ func TestJoinCreatesPrivateIdentity(t *testing.T) {
 func TestJoinOverAnIdentity(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	first := f.join("a", f.issue(IssueOptions{Name: "web-1"}), tJoin)
+	firstToken := f.issue(IssueOptions{Name: "web-1"})
+	first := f.join("a", firstToken, tJoin)
 	state, config := f.hostDirs("a")
 	keyBefore, err := os.ReadFile(filepath.Join(state, "host.sign"))
 	if err != nil {
@@ -85,8 +87,11 @@ func TestJoinOverAnIdentity(t *testing.T) {
 			t.Errorf("%s: the host is %s, want %s", when, id.NodeID(), first.NodeID)
 		}
 		entries, _ := os.ReadDir(state)
-		if len(entries) != 3 {
-			t.Errorf("%s: the state directory holds %d files, want 3", when, len(entries))
+		if len(entries) != 4 {
+			t.Errorf("%s: the state directory holds %v, want the keys, mesh.pub and join.toml", when, entries)
+		}
+		if _, id := f.identity("a"); id.TokenID != firstToken.ID() {
+			t.Errorf("%s: the host records token %s, want %s", when, id.TokenID, firstToken.ID())
 		}
 	}
 	unchanged("refused join")
@@ -119,8 +124,11 @@ func TestJoinOverAnIdentity(t *testing.T) {
 	if _, id := f.identity("a"); id.NodeID() != second.NodeID || second.NodeID == first.NodeID {
 		t.Errorf("after a forced join the host is %s, want a new identity %s", id.NodeID(), second.NodeID)
 	}
-	if entries, _ := os.ReadDir(state); len(entries) != 3 {
-		t.Errorf("after a forced join the state directory holds %d files, want 3", len(entries))
+	if entries, _ := os.ReadDir(state); len(entries) != 4 {
+		t.Errorf("after a forced join the state directory holds %v, want the keys, mesh.pub and join.toml", entries)
+	}
+	if _, id := f.identity("a"); id.TokenID != tok.ID() {
+		t.Errorf("after a forced join the host records token %s, want %s", id.TokenID, tok.ID())
 	}
 }
 
@@ -150,5 +158,48 @@ func TestFailedJoinLeavesNothing(t *testing.T) {
 	}
 	if n := count(t, f, spool.EnrolJoinPrefix); n != 0 {
 		t.Errorf("a failed join wrote %d join requests", n)
+	}
+}
+
+// A host sees its own join request in the spool: pending until an admit
+// decides it, then refused with the mesh's reason, which is sealed to the
+// host too; an admitted host has nothing to hear about its join.
+func TestReadJoinState(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	tok := f.issue(IssueOptions{Name: "web-1"})
+	f.join("a", tok, tJoin)
+	f.join("b", tok, tJoin.Add(time.Second)) // the token is spent by a
+	state := func(h string) *JoinState {
+		t.Helper()
+		_, id := f.identity(h)
+		if id.TokenID != tok.ID() {
+			t.Fatalf("host %s recorded token %q, joined with %s", h, id.TokenID, tok.ID())
+		}
+		st, err := ReadJoinState(f.ctx, f.m.Spool, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	for _, h := range []string{"a", "b"} {
+		if st := state(h); st == nil || !st.Pending || st.Refused {
+			t.Errorf("host %s before admission: %+v, want pending", h, st)
+		}
+	}
+	f.admit(tAdmit)
+	if st := state("a"); st != nil {
+		t.Errorf("admitted host a: %+v, want nothing to say", st)
+	}
+	st := state("b")
+	if st == nil || !st.Refused || !strings.HasPrefix(st.Reason, "token already used: it admitted web-1") {
+		t.Fatalf("refused host b: %+v, want the mesh's reason", st)
+	}
+	if !strings.Contains(st.String(), "the mesh refused this host's join request (token "+tok.ID()+"): token already used") {
+		t.Errorf("message %q", st)
+	}
+	// The mesh still reads the refusal it sealed to the host too.
+	if reg := f.registry(); len(reg.Refused) != 1 {
+		t.Errorf("the mesh reads %d refusals, want 1", len(reg.Refused))
 	}
 }

@@ -120,9 +120,12 @@ func WriteConfig(path string, c *Config) error {
 // Identity is what a host holds in its state directory: its key pair, its
 // node id, and the mesh keys it pinned.
 type Identity struct {
-	Node     string
-	Pair     *keys.Pair
-	Mesh     keys.Public
+	Node string
+	Pair *keys.Pair
+	Mesh keys.Public
+	// TokenID is the token the host joined with; empty for a host that
+	// joined before join recorded it.
+	TokenID  string
 	Warnings []string
 }
 
@@ -165,8 +168,27 @@ func HasIdentity(state string) bool {
 	return err == nil
 }
 
+// joinFile records the token the host joined with, so that the host can
+// find its own join request and the mesh's answer to it in the spool. It
+// is a file of its own: an older muster reading the state directory
+// ignores it, where a new key in mesh.pub would stop it.
+const joinFile = "join.toml"
+
+type joinRecord struct {
+	TokenID string `toml:"token_id"`
+}
+
+// WriteJoin records the token the host joined with.
+func WriteJoin(state, tokenID string) error {
+	data, err := tomlfile.Encode("", joinRecord{TokenID: tokenID})
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(state, joinFile), data, 0o600)
+}
+
 // identityFiles are the files of a host identity in the state directory.
-var identityFiles = []string{"host.age", "host.sign", pinnedFile}
+var identityFiles = []string{"host.age", "host.sign", pinnedFile, joinFile}
 
 // RemoveIdentity deletes the identity files (cleanup after a failed join).
 func RemoveIdentity(state string) error {
@@ -235,5 +257,19 @@ func LoadIdentity(c *Config) (*Identity, error) {
 	if err := p.Mesh.Check(); err != nil {
 		return nil, fmt.Errorf("pinned mesh keys %s: %v", path, err)
 	}
-	return &Identity{Node: c.Node, Pair: pair, Mesh: p.Mesh, Warnings: warnings}, nil
+	id := &Identity{Node: c.Node, Pair: pair, Mesh: p.Mesh, Warnings: warnings}
+	// Only messages depend on the join record, so a damaged one is a
+	// warning, not a host that can no longer apply.
+	path = filepath.Join(c.State, joinFile)
+	data, err = os.ReadFile(path)
+	if err == nil {
+		var j joinRecord
+		if err = tomlfile.Decode(data, &j); err == nil {
+			id.TokenID = j.TokenID
+		}
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		id.Warnings = append(id.Warnings, fmt.Sprintf("join record %s: %v (only messages about the join request need it)", path, err))
+	}
+	return id, nil
 }
