@@ -293,12 +293,12 @@ requests are admitted first.
 				if err != nil {
 					return err
 				}
-				outstanding, err := enrol.Outstanding(env.Ctx, m, reg, env.Now())
+				unused, err := enrol.UnusedTokens(env.Ctx, m, reg, env.Now())
 				if err != nil {
 					return err
 				}
 				tokens := []listToken{}
-				for _, is := range outstanding {
+				for _, is := range unused {
 					tokens = append(tokens, listToken{is.TokenID, is.Name, is.Reenrol, is.IssuedAt, is.Expires})
 				}
 				var nodes []listNode

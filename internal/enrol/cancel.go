@@ -150,10 +150,10 @@ func fullTokenID(ctx context.Context, m *mesh.Mesh, prefix string) (string, erro
 	return prefix, nil
 }
 
-// Outstanding returns the tokens no host has used and no one cancelled,
+// UnusedTokens returns the tokens no host has used and no one cancelled,
 // that have not expired at now, by node name and then oldest first: the
 // tokens that could still admit a host.
-func Outstanding(ctx context.Context, m *mesh.Mesh, reg *Registry, now time.Time) ([]*Issued, error) {
+func UnusedTokens(ctx context.Context, m *mesh.Mesh, reg *Registry, now time.Time) ([]*Issued, error) {
 	return readIssued(ctx, m, func(tid string) bool { return reg.Admitted[tid] == nil },
 		func(is *Issued) bool { return now.Before(is.Expires) })
 }

@@ -171,9 +171,9 @@ func TestCancelRacesAdmit(t *testing.T) {
 	t.Logf("%d cancelled first, %d admitted first", cancelled, admitted)
 }
 
-// Outstanding lists exactly the tokens that could still admit a host: not
+// UnusedTokens lists exactly the tokens that could still admit a host: not
 // the used one, not the cancelled one, not the expired one.
-func TestOutstandingTokens(t *testing.T) {
+func TestUnusedTokens(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	used := f.issue(IssueOptions{Name: "web-1"})
@@ -184,7 +184,7 @@ func TestOutstandingTokens(t *testing.T) {
 	f.issue(IssueOptions{Name: "web-3", Expires: time.Minute})
 	open2 := f.issue(IssueOptions{Name: "web-2", Now: t0.Add(time.Second)})
 	reenrol := f.issue(IssueOptions{Name: "web-1", Reenrol: true, Now: tAdmit})
-	out, err := Outstanding(f.ctx, f.m, f.registry(), tAdmit.Add(time.Minute))
+	out, err := UnusedTokens(f.ctx, f.m, f.registry(), tAdmit.Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestOutstandingTokens(t *testing.T) {
 	}
 	want := []string{"web-1 " + reenrol.ID(), "web-2 " + open2.ID()}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Errorf("outstanding %q, want %q (not %s, used, nor %s, cancelled)", got, want, used.ID(), cancelled.ID())
+		t.Errorf("unused %q, want %q (not %s, used, nor %s, cancelled)", got, want, used.ID(), cancelled.ID())
 	}
 	if !out[0].Reenrol {
 		t.Error("the re-enrolment token is not marked as one")
