@@ -3,6 +3,7 @@ package declaration
 import (
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 
 	"github.com/muster-tool/muster/internal/resource"
@@ -21,6 +22,9 @@ type Resolved struct {
 	// with the same roles and no node section share one slice, and file
 	// content is never copied per node. Treat it as read-only.
 	Resources []resource.Spec
+	// Own is set when the node has a node section, so Resources was made
+	// for it alone: no other node shares the slice.
+	Own bool
 }
 
 // String names the node and counts its resources; it never shows content.
@@ -56,6 +60,23 @@ type conflictKey struct {
 // each resource two roles declare differently for one node, and warnings
 // for roles that select no node and node sections that name no node.
 func (d *Declaration) Resolve(nodes []Node) (resolved []Resolved, unmatched []string, problems []Problem) {
+	resolved = make([]Resolved, 0, len(nodes))
+	unmatched, problems = d.ResolveEach(nodes, func(r Resolved) {
+		if r.Own {
+			r.Resources = append(make([]resource.Spec, 0, len(r.Resources)), r.Resources...)
+		}
+		resolved = append(resolved, r)
+	})
+	return resolved, unmatched, problems
+}
+
+// ResolveEach is Resolve that hands each node's resolution to yield as it
+// is made instead of keeping them all. Where every node has a node section,
+// every node's resources are a copy of its roles' with its own merged in:
+// for ten thousand nodes of a hundred resources, hundreds of megabytes if
+// kept at once. ResolveEach makes each copy in one buffer that it reuses,
+// so the Resources of an Own node are valid only until yield returns.
+func (d *Declaration) ResolveEach(nodes []Node, yield func(Resolved)) (unmatched []string, problems []Problem) {
 	type conflictSeen struct {
 		c     conflict
 		node  string
@@ -69,8 +90,8 @@ func (d *Declaration) Resolve(nodes []Node) (resolved []Resolved, unmatched []st
 		conflicts   = map[conflictKey]*conflictSeen{}
 		conflictSeq []*conflictSeen
 		bits        = make([]byte, (len(d.roles)+7)/8)
+		own         []resource.Spec // the buffer of Own nodes' resources
 	)
-	resolved = make([]Resolved, 0, len(nodes))
 	for _, n := range nodes {
 		if seen[n.Name] {
 			continue
@@ -91,7 +112,7 @@ func (d *Declaration) Resolve(nodes []Node) (resolved []Resolved, unmatched []st
 		}
 		if !matched && sec == nil {
 			unmatched = append(unmatched, n.Name)
-			resolved = append(resolved, Resolved{Node: n.Name})
+			yield(Resolved{Node: n.Name})
 			continue
 		}
 		c := combos[string(bits)]
@@ -101,7 +122,8 @@ func (d *Declaration) Resolve(nodes []Node) (resolved []Resolved, unmatched []st
 		}
 		specs := c.specs
 		if sec != nil {
-			specs = override(c.ids, c.specs, sec.res)
+			own = override(own[:0], c.ids, c.specs, sec.res)
+			specs = own
 		}
 		for _, cf := range c.conflicts {
 			if sec != nil {
@@ -118,7 +140,7 @@ func (d *Declaration) Resolve(nodes []Node) (resolved []Resolved, unmatched []st
 			}
 			cs.count++
 		}
-		resolved = append(resolved, Resolved{Node: n.Name, Resources: specs})
+		yield(Resolved{Node: n.Name, Resources: specs, Own: sec != nil})
 	}
 
 	for _, cs := range conflictSeq {
@@ -149,7 +171,7 @@ func (d *Declaration) Resolve(nodes []Node) (resolved []Resolved, unmatched []st
 		}
 	}
 	sortProblems(problems)
-	return resolved, unmatched, problems
+	return unmatched, problems
 }
 
 // selects reports whether the role selects node n: its name matches one of
@@ -203,9 +225,10 @@ func (d *Declaration) combine(bits []byte) *combination {
 // override merges a node section over a role combination, both sorted by
 // ID: the node's resource wins where both have one ID. Runs of the
 // combination between the node's resources are copied in bulk, which keeps
-// a fleet where every node has a section fast.
-func override(ids []string, specs []resource.Spec, node []declared) []resource.Spec {
-	out := make([]resource.Spec, 0, len(specs)+len(node))
+// a fleet where every node has a section fast. It appends to out, so that
+// ResolveEach can reuse one buffer for every node.
+func override(out []resource.Spec, ids []string, specs []resource.Spec, node []declared) []resource.Spec {
+	out = slices.Grow(out, len(specs)+len(node))
 	i := 0
 	for _, n := range node {
 		k := i + sort.SearchStrings(ids[i:], n.id)

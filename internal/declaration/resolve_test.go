@@ -2,6 +2,7 @@ package declaration
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -104,6 +105,52 @@ content = "yes\n"
 	want := []string{"file:/etc/canary", "package:curl", "package:nginx"}
 	if got := ids(resolved[1]); !slices.Equal(got, want) {
 		t.Errorf("web-02 = %v, want %v (one nginx, sorted)", got, want)
+	}
+}
+
+// ResolveEach reuses one buffer for the nodes with a node section, so
+// what each yield sees must be what Resolve keeps, and Own must say which
+// nodes those are.
+func TestResolveEachYieldsWhatResolveKeeps(t *testing.T) {
+	// Without a role for every node, so that db-01 is unmatched.
+	d := mustParse(t, map[string]string{
+		"site.toml": strings.Replace(fleetToml, `nodes = ["*"]`, `nodes = ["web-*"]`, 1),
+		"nodes.toml": `[node.web-01.file."/etc/hostname"]
+content = "web-01\n"
+[node.web-02.package.nginx]
+version = "1.22.1-9"
+[node.web-04.file."/etc/hostname"]
+content = "web-04\n"
+`,
+	})
+	nodes := []Node{{Name: "web-01"}, {Name: "web-02"}, {Name: "db-01"}, {Name: "web-03"}, {Name: "web-04"}, {Name: "web-01"}}
+	want, wantUnmatched, wantProblems := d.Resolve(nodes)
+	var got []Resolved
+	unmatched, problems := d.ResolveEach(nodes, func(r Resolved) {
+		// Copied now: an Own node's resources are reused after yield.
+		r.Resources = slices.Clone(r.Resources)
+		got = append(got, r)
+	})
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ResolveEach yields\n%+v\nResolve keeps\n%+v", got, want)
+	}
+	if !slices.Equal(unmatched, wantUnmatched) || !reflect.DeepEqual(problems, wantProblems) {
+		t.Errorf("ResolveEach: unmatched %v, problems %v; Resolve: %v, %v", unmatched, problems, wantUnmatched, wantProblems)
+	}
+	var own []string
+	for _, r := range want {
+		if r.Own {
+			own = append(own, r.Node)
+		}
+	}
+	if !slices.Equal(own, []string{"web-01", "web-02", "web-04"}) {
+		t.Errorf("own = %v, want the nodes with a node section", own)
+	}
+	if !slices.Equal(wantUnmatched, []string{"db-01"}) {
+		t.Errorf("unmatched = %v, want [db-01]", wantUnmatched)
+	}
+	if h := want[0].Resources[0]; h.Content != "web-01\n" {
+		t.Errorf("web-01's first resource = %+v, want its host name file", h)
 	}
 }
 

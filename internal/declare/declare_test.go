@@ -132,6 +132,44 @@ func TestDeclareCommitsOneBundlePerNode(t *testing.T) {
 	}
 }
 
+// Nodes with a node section of their own are resolved one at a time into
+// one buffer that is reused: each must still get its own resources, the
+// nodes between them the shared ones, and an unmatched node among them
+// nothing.
+func TestNodeSectionsEachGetTheirOwn(t *testing.T) {
+	f := newFixture(t)
+	for _, n := range []string{"db-1", "web-1", "web-2", "web-3", "web-4"} {
+		f.enrol(n, nil)
+	}
+	src := webSite
+	for _, n := range []string{"web-1", "web-2", "web-4"} {
+		src += fmt.Sprintf("\n[node.%s.file.\"/etc/hostname\"]\ncontent = \"%s\\n\"\n", n, n)
+	}
+	src += "\n[node.web-2.package.nginx]\nversion = \"1.2-3\"\n"
+	res := f.mustDeclare(f.parse(src, nil), Options{})
+	if !slices.Equal(res.Unmatched, []string{"db-1"}) || len(res.Nodes) != 4 {
+		t.Fatalf("nodes %+v, unmatched %v; want the four web nodes and db-1 unmatched", res.Nodes, res.Unmatched)
+	}
+	for _, n := range []string{"web-1", "web-2", "web-3", "web-4"} {
+		nd := f.mustOpen(n, 1)
+		want := []string{"directory:/srv/www", "file:/etc/hostname", "file:/etc/motd", "package:nginx"}
+		if n == "web-3" {
+			want = slices.Delete(want, 1, 2)
+		}
+		if got := ids(nd.Resources); !slices.Equal(got, want) {
+			t.Errorf("%s's resources = %v, want %v", n, got, want)
+			continue
+		}
+		if n != "web-3" && nd.Resources[1].Content != n+"\n" {
+			t.Errorf("%s's host name file holds %q", n, nd.Resources[1].Content)
+		}
+		version := map[bool]string{false: "latest", true: "1.2-3"}[n == "web-2"]
+		if v := nd.Resources[len(nd.Resources)-1].Version; v != version {
+			t.Errorf("%s's nginx version = %q, want %q", n, v, version)
+		}
+	}
+}
+
 // A node's bundle is encrypted to that node alone: another node's key,
 // and the mesh's own key, cannot open it.
 func TestBundleCannotBeReadWithAnotherNodesKey(t *testing.T) {
@@ -511,8 +549,11 @@ func TestNodeDeclarationEncodingDecodesAsOne(t *testing.T) {
 	}
 	p := &plan{prune: true}
 	var b bytes.Buffer
-	rc := encodeRecovery(Recovery{NodeID: "ee11", Ledger: recov}, map[ledger.Entry][]byte{})
-	p.encodeDeclaration(&b, &np, 7, "0123456789abcdef", want.DeclaredAt, rc)
+	// Node 0 owns the second entry too, so node 1 finds it encoded.
+	rec := newRecoveries(2)
+	rec.add(0, Recovery{NodeID: "dd00", Ledger: recov[1:]})
+	rec.add(1, Recovery{NodeID: "ee11", Ledger: recov})
+	p.encodeDeclaration(&b, &np, 7, "0123456789abcdef", want.DeclaredAt, rec, 1)
 	var got generation.NodeDeclaration
 	md, err := toml.Decode(b.String(), &got)
 	if err != nil {

@@ -61,77 +61,130 @@ func newPlan(reg *enrol.Registry, briefs map[string]*brief.Briefing, decl *decla
 		nodes[i] = declaration.Node{Name: id.Name, Labels: id.Labels}
 		byName[id.Name] = id
 	}
-	resolved, unmatched, problems := decl.Resolve(nodes)
+	p := &plan{prune: decl.Prune(), nodes: make([]nodePlan, 0, len(active)), ineligible: []Ineligible{}, unmatched: []string{}}
+	b := &planner{p: p, cache: newEntryCache(), shared: map[*resource.Spec]sharedList{}}
+	// Each node's resources are turned into entries as they are resolved
+	// and then dropped: with a node section of its own, each node's are a
+	// copy, and ten thousand nodes' copies at once would be most of the
+	// memory declare needs.
+	unmatched, problems := decl.ResolveEach(nodes, func(r declaration.Resolved) {
+		id := byName[r.Node]
+		if in, ok := ineligible(id, briefs[id.NodeID]); ok {
+			p.ineligible = append(p.ineligible, in)
+			return
+		}
+		b.add(id, r)
+	})
 	if declaration.HasErrors(problems) {
 		return nil, &ProblemsError{Problems: problems}
 	}
-	p := &plan{prune: decl.Prune(), ineligible: []Ineligible{}, unmatched: []string{}}
+	// A refused declaration is reported before any resource that failed
+	// to encode, as it was when resolving finished before entries began.
+	if b.err != nil {
+		return nil, b.err
+	}
 	for _, pr := range problems {
 		p.warnings = append(p.warnings, pr.String())
+	}
+	p.dropUnmatched(unmatched)
+	p.makeTable(b.cache)
+	return p, nil
+}
+
+// ineligible returns why a node gets nothing new, if it does not: it sent
+// no briefing, or a briefing with failed lines.
+func ineligible(id *enrol.Identity, b *brief.Briefing) (Ineligible, bool) {
+	switch {
+	case b == nil:
+		return Ineligible{Name: id.Name, Failed: []outcome.Line{{ID: "briefing", Status: outcome.Failed, Detail: "no briefing received from identity " + id.NodeID}}}, true
+	case !b.Eligible():
+		return Ineligible{Name: id.Name, Failed: outcome.FailedLines(b.Lines)}, true
+	}
+	return Ineligible{}, false
+}
+
+// planner adds eligible nodes to a plan one at a time, as they are
+// resolved.
+type planner struct {
+	p     *plan
+	cache *entryCache
+	// Nodes with the same roles and no node section of their own share
+	// one resolved slice, and so share its entries and digest.
+	shared map[*resource.Spec]sharedList
+	err    error // the first error; no node is added after it
+}
+
+// sharedList is what the nodes that share one resolved slice share.
+type sharedList struct {
+	entries []*entry
+	digest  string
+}
+
+// add adds the eligible node id, resolved to r. r.Resources is not kept:
+// an Own node's is reused for the next node.
+func (b *planner) add(id *enrol.Identity, r declaration.Resolved) {
+	if b.err != nil {
+		return
+	}
+	np := nodePlan{id: id}
+	var first *resource.Spec
+	if len(r.Resources) > 0 && !r.Own {
+		first = &r.Resources[0]
+	}
+	if l, ok := b.shared[first]; ok && first != nil && len(l.entries) == len(r.Resources) {
+		np.entries, np.digest = l.entries, l.digest
+		b.p.nodes = append(b.p.nodes, np)
+		return
+	}
+	np.entries = make([]*entry, len(r.Resources))
+	for i := range r.Resources {
+		e, err := b.cache.get(&r.Resources[i])
+		if err != nil {
+			b.err = fmt.Errorf("node %s: %w", r.Node, err)
+			return
+		}
+		np.entries[i] = e
+		e.used = true
+	}
+	// Resolve sorts by ID; the manifest's ranges and the diff rely on
+	// it, so make sure rather than assume.
+	if !slices.IsSortedFunc(np.entries, byID) {
+		slices.SortFunc(np.entries, byID)
+	}
+	np.digest = nodeDigest(b.p.prune, np.entries)
+	if first != nil {
+		// Only a shared slice is remembered: an Own node's is never seen
+		// again, and remembering it would keep every node's alive.
+		b.shared[first] = sharedList{np.entries, np.digest}
+	}
+	b.p.nodes = append(b.p.nodes, np)
+}
+
+// dropUnmatched moves the eligible nodes that nothing is declared for
+// from the plan's nodes to its unmatched ones, in order: which they are is
+// known only once every node is resolved.
+func (p *plan) dropUnmatched(unmatched []string) {
+	if len(unmatched) == 0 {
+		return
 	}
 	isUnmatched := make(map[string]bool, len(unmatched))
 	for _, n := range unmatched {
 		isUnmatched[n] = true
 	}
-	c := newEntryCache()
-	// Nodes with the same roles and no node section of their own share
-	// one resolved slice, and so share its entries and digest.
-	type list struct {
-		entries []*entry
-		digest  string
+	kept := p.nodes[:0]
+	for _, np := range p.nodes {
+		if isUnmatched[np.id.Name] {
+			p.unmatched = append(p.unmatched, np.id.Name)
+			continue
+		}
+		kept = append(kept, np)
 	}
-	shared := map[*resource.Spec]list{}
-	for i := range resolved {
-		r := resolved[i]
-		// A node's resolved resources are not needed once its entries
-		// are found: let them go, since with a node section of its own
-		// each node's are a copy.
-		resolved[i].Resources = nil
-		id := byName[r.Node]
-		if b := briefs[id.NodeID]; b == nil || !b.Eligible() {
-			in := Ineligible{Name: r.Node}
-			if b == nil {
-				in.Failed = []outcome.Line{{ID: "briefing", Status: outcome.Failed, Detail: "no briefing received from identity " + id.NodeID}}
-			} else {
-				in.Failed = outcome.FailedLines(b.Lines)
-			}
-			p.ineligible = append(p.ineligible, in)
-			continue
-		}
-		if isUnmatched[r.Node] {
-			p.unmatched = append(p.unmatched, r.Node)
-			continue
-		}
-		np := nodePlan{id: id}
-		var first *resource.Spec
-		if len(r.Resources) > 0 {
-			first = &r.Resources[0]
-		}
-		if l, ok := shared[first]; ok && first != nil && len(l.entries) == len(r.Resources) {
-			np.entries, np.digest = l.entries, l.digest
-			p.nodes = append(p.nodes, np)
-			continue
-		}
-		np.entries = make([]*entry, len(r.Resources))
-		for i := range r.Resources {
-			e, err := c.get(&r.Resources[i])
-			if err != nil {
-				return nil, fmt.Errorf("node %s: %w", r.Node, err)
-			}
-			np.entries[i] = e
-			e.used = true
-		}
-		// Resolve sorts by ID; the manifest's ranges and the diff rely on
-		// it, so make sure rather than assume.
-		if !slices.IsSortedFunc(np.entries, byID) {
-			slices.SortFunc(np.entries, byID)
-		}
-		np.digest = nodeDigest(p.prune, np.entries)
-		if first != nil {
-			shared[first] = list{np.entries, np.digest}
-		}
-		p.nodes = append(p.nodes, np)
-	}
+	p.nodes = kept
+}
+
+// makeTable lists every distinct resource some eligible node has, in
+// manifest order, and numbers the entries by it.
+func (p *plan) makeTable(c *entryCache) {
 	for _, es := range c.byID {
 		for _, e := range es {
 			if e.used {
@@ -148,7 +201,6 @@ func newPlan(reg *enrol.Registry, briefs map[string]*brief.Briefing, decl *decla
 	for i, e := range p.table {
 		e.pos = i
 	}
-	return p, nil
 }
 
 func byID(a, b *entry) int { return strings.Compare(a.id, b.id) }

@@ -38,11 +38,7 @@ func (p *plan) write(ctx context.Context, m *mesh.Mesh, gen uint64, o Options) (
 		buf := buffers.Get().(*bytes.Buffer)
 		defer buffers.Put(buf)
 		buf.Reset()
-		var rc recovery
-		if rec != nil {
-			rc = rec[i]
-		}
-		p.encodeDeclaration(buf, np, gen, run, now, rc)
+		p.encodeDeclaration(buf, np, gen, run, now, rec, i)
 		data, err := bundle.Seal(buf.Bytes(), generation.DeclCtx(gen, run, np.id.NodeID), m.Pair.Sign, rcpt)
 		if err != nil {
 			return "", nil, fmt.Errorf("node %s: %w", np.id.Name, err)
@@ -198,56 +194,74 @@ type recoveryTable struct {
 
 // encodeDeclaration writes node np's generation.NodeDeclaration as TOML:
 // the header, then each resource's TOML computed once for all the nodes
-// that share it, then the recovery copy. Encoding every node's hundred
-// resources by reflection would cost more than sealing and writing them.
-func (p *plan) encodeDeclaration(buf *bytes.Buffer, np *nodePlan, gen uint64, run string, now time.Time, rc recovery) {
+// that share it, then the recovery copy of node i of rec (if rec is not
+// nil), whose entries are likewise encoded once. Encoding every node's
+// hundred resources by reflection would cost more than sealing and writing
+// them.
+func (p *plan) encodeDeclaration(buf *bytes.Buffer, np *nodePlan, gen uint64, run string, now time.Time, rec *recoveries, i int) {
+	var from string
+	var entries []int32
+	if rec != nil {
+		from, entries = rec.from[i], rec.entries[i]
+	}
 	declHeader{Generation: gen, Run: run, Node: np.id.Name, NodeID: np.id.NodeID,
-		DeclaredAt: now, Prune: p.prune, RecoveryFrom: rc.from}.write(buf)
+		DeclaredAt: now, Prune: p.prune, RecoveryFrom: from}.write(buf)
 	for _, e := range np.entries {
 		buf.WriteByte('\n')
 		buf.Write(e.toml)
 	}
-	for _, t := range rc.entries {
+	for _, j := range entries {
 		buf.WriteByte('\n')
-		buf.Write(t)
+		buf.Write(rec.encoded[j])
 	}
 }
 
-// recovery is one node's recovery copy, encoded.
-type recovery struct {
-	from    string
-	entries [][]byte
+// recoveries are the nodes' recovery copies, by node, with each distinct
+// ledger entry encoded once for all the nodes that own the same thing. A
+// node's copy is a list of positions in encoded, written out as its bundle
+// is sealed: a list of encoded entries per node would hold ten thousand
+// nodes' hundred slices until the last bundle is sealed, six times the
+// memory.
+type recoveries struct {
+	from    []string  // by node; empty for a node without a copy
+	entries [][]int32 // by node: positions in encoded
+	encoded [][]byte
+	index   map[ledger.Entry]int32 // position in encoded; only while adding
 }
 
-// recoveries returns the nodes' recovery copies (nil if there are none),
-// with each ledger entry encoded once for all the nodes that own the same
-// thing.
-func (p *plan) recoveries(o Options) []recovery {
+// recoveries returns the nodes' recovery copies (nil if there are none).
+func (p *plan) recoveries(o Options) *recoveries {
 	if o.Recovery == nil {
 		return nil
 	}
-	r := make([]recovery, len(p.nodes))
-	encoded := map[ledger.Entry][]byte{}
+	r := newRecoveries(len(p.nodes))
 	for i, np := range p.nodes {
 		if rc, ok := o.Recovery(np.id.Name); ok && len(rc.Ledger) > 0 {
-			r[i] = encodeRecovery(rc, encoded)
+			r.add(i, rc)
 		}
 	}
+	r.index = nil // the sealers only read encoded
 	return r
 }
 
-// encodeRecovery encodes a recovery copy, reusing the entries in encoded
-// and adding the new ones.
-func encodeRecovery(rc Recovery, encoded map[ledger.Entry][]byte) recovery {
-	n := recovery{from: rc.NodeID, entries: make([][]byte, len(rc.Ledger))}
+func newRecoveries(n int) *recoveries {
+	return &recoveries{from: make([]string, n), entries: make([][]int32, n), index: map[ledger.Entry]int32{}}
+}
+
+// add makes rc the recovery copy of node i, encoding the entries not seen
+// before.
+func (r *recoveries) add(i int, rc Recovery) {
+	entries := make([]int32, len(rc.Ledger))
 	for j, le := range rc.Ledger {
-		t, ok := encoded[le]
+		k, ok := r.index[le]
 		if !ok {
+			k = int32(len(r.encoded))
 			// A struct of strings and a bool always encodes.
-			t, _ = toml.Marshal(recoveryTable{Recovery: []ledger.Entry{le}})
-			encoded[le] = t
+			t, _ := toml.Marshal(recoveryTable{Recovery: []ledger.Entry{le}})
+			r.encoded = append(r.encoded, t)
+			r.index[le] = k
 		}
-		n.entries[j] = t
+		entries[j] = k
 	}
-	return n
+	r.from[i], r.entries[i] = rc.NodeID, entries
 }
