@@ -15,9 +15,11 @@ import (
 	"golang.org/x/crypto/chacha20poly1305"
 )
 
-// The age X25519 recipient stanza, written and read here with one scalar
-// multiplication each way instead of the two the stock age types spend
-// (they derive a public key they then throw away). The stanza on the wire
+// The age X25519 recipient stanza, written and read here with fewer scalar
+// multiplications than the stock age types spend: opening takes one
+// instead of two (they derive a public key they then throw away), and
+// sealing one ladder plus the ephemeral share, which comes from a table
+// once a process seals often (see x25519ladder.go). The stanza on the wire
 // is the one age specifies: type "X25519", the ephemeral share in unpadded
 // base64, and the file key sealed with ChaCha20-Poly1305 under
 // HKDF-SHA-256(shared secret, salt = share || recipient, info = label).
@@ -34,12 +36,12 @@ type x25519Recipient struct {
 }
 
 func (r x25519Recipient) Wrap(fileKey []byte) ([]*age.Stanza, error) {
-	eph, err := ecdh.X25519().GenerateKey(rand.Reader)
-	if err != nil {
+	var eph [32]byte
+	if _, err := rand.Read(eph[:]); err != nil {
 		return nil, err
 	}
-	share := eph.PublicKey().Bytes()
-	secret, err := eph.ECDH(r.pub)
+	share := x25519Share(&eph)
+	secret, err := x25519Secret(&eph, r.pub.Bytes())
 	if err != nil {
 		return nil, fmt.Errorf("X25519 recipient: %v", err)
 	}
