@@ -107,8 +107,9 @@ cancelling is never admitted.
 
 Each cancelled token is printed on stdout. A token already cancelled or
 expired is left as it is and said so on stderr. A token a host has already
-used cannot be cancelled: that host is enrolled, and the command exits with
-the refusal status and names the identity to revoke.`,
+used cannot be cancelled: that host is enrolled. While its identity is
+trusted, the command exits with the refusal status and names the identity
+to revoke.`,
 		Examples: `# the stick with web-1's token was lost on the way
 muster enrol cancel web-1 --reason 'token lost in transit'
 # cancel one of two tokens issued for web-1
@@ -207,7 +208,8 @@ func cmdEnrolRevoke() *Command {
 		Short: "decommission a node: its identity is refused from then on",
 		Long: `Revoke the current identity of node NAME. From then on its briefings and
 reports are refused and declare encrypts nothing to it. To bring the host
-back, issue it a new token.`,
+back, issue it a new token. A token for the name that no host has used yet
+would enrol it again: each is named in a warning.`,
 		Examples: "muster enrol revoke web-1 --reason 'disk replaced, host rebuilt elsewhere'",
 		Global:   []string{"mesh", "spool"},
 		Exits:    []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
@@ -226,6 +228,18 @@ back, issue it a new token.`,
 					return err
 				}
 				fmt.Fprintf(env.Stdio.Out, "revoked %s (identity %s)\n", id.Name, id.NodeID)
+				// A decommissioned name is free for a new token, so a
+				// token still on its way would enrol it again.
+				unused, err := enrol.UnusedTokens(env.Ctx, m, reg, env.Now())
+				if err != nil {
+					return err
+				}
+				for _, is := range unused {
+					if is.Name == id.Name {
+						env.Warnf("token %s for %s is unused and would enrol %s again; if it should not: muster enrol cancel %s --token %s",
+							is.TokenID, is.Name, is.Name, is.Name, is.TokenID)
+					}
+				}
 				return nil
 			}
 		},

@@ -38,8 +38,8 @@ type CancelResult struct {
 type SpentToken struct {
 	Token  *Issued
 	Reason string
-	// Admitted is the identity the token admitted, if that is what
-	// spent it.
+	// Admitted is the admission the token made, if that is what spent
+	// it and the identity it admitted has not been revoked since.
 	Admitted *Admission
 }
 
@@ -87,7 +87,12 @@ func Cancel(ctx context.Context, m *mesh.Mesh, o CancelOptions) (*CancelResult, 
 			}
 		}
 		st := SpentToken{Token: is, Reason: tokenUsed(a)}
-		if !a.Cancelled() {
+		switch id := reg.Identities[a.NodeID]; {
+		case a.Cancelled():
+		case id != nil && id.Revoked():
+			// What the token let in is refused already.
+			st.Reason += "; that identity was revoked at " + id.RevokedAt.Format(time.RFC3339)
+		default:
 			st.Admitted = a
 		}
 		res.Spent = append(res.Spent, st)

@@ -75,6 +75,15 @@ func TestCancelUsedToken(t *testing.T) {
 	if id := f.registry().Enrolled("web-1"); id == nil || id.NodeID != j.NodeID {
 		t.Fatalf("web-1 is %+v after the refused cancel, want %s still trusted", id, j.NodeID)
 	}
+	// Once that identity is revoked, the used token is no alarm.
+	tRevoke := tAdmit.Add(2 * time.Minute)
+	if _, err := Revoke(f.ctx, f.m, f.registry(), "web-1", "decommissioned", tRevoke); err != nil {
+		t.Fatal(err)
+	}
+	res = f.cancel(CancelOptions{Name: "web-1", Now: tRevoke.Add(time.Minute)})
+	if len(res.Spent) != 1 || res.Spent[0].Admitted != nil || !strings.HasSuffix(res.Spent[0].Reason, "that identity was revoked at "+tRevoke.Format(time.RFC3339)) {
+		t.Errorf("cancel after the revocation: %+v", res.Spent)
+	}
 }
 
 // --token cancels one token of a node and leaves its others usable; an
