@@ -118,7 +118,7 @@ muster enrol cancel web-1 --token 3f9c1d0e6b2a48d7a1c5e0f4b7d9a2c6`,
 		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
 		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
 			tokenID := fs.String("token", "", "cancel only the token whose id is or starts with `ID`")
-			reason := fs.String("reason", "cancelled", "why, as `TEXT` kept with the cancellation")
+			reason := fs.String("reason", "", "why, as `TEXT` kept with the cancellation and given to the hosts it refuses")
 			return func(env *Env, args []string) error {
 				if err := needArgs(args, 1, 1, "node NAME"); err != nil {
 					return err

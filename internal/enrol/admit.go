@@ -413,7 +413,11 @@ func decide(reg *Registry, taken claims, p *pendingJoin, now time.Time) (d *deci
 
 func tokenUsed(a *Admission) string {
 	if a.Cancelled() {
-		return fmt.Sprintf("token cancelled at %s: %s", a.CancelledAt.Format(time.RFC3339), a.CancelReason)
+		s := "token cancelled at " + a.CancelledAt.Format(time.RFC3339)
+		if a.CancelReason != "" {
+			s += ": " + a.CancelReason
+		}
+		return s
 	}
 	return fmt.Sprintf("token already used: it admitted %s as identity %s at %s", a.Name, a.NodeID, a.AdmittedAt.Format(time.RFC3339))
 }
