@@ -196,22 +196,28 @@ func addGlobalFlags(fs *pflag.FlagSet, g *Globals, which []string, hostConfig bo
 	for _, w := range which {
 		switch w {
 		case "spool":
-			fs.StringVar(&g.Spool, "spool", g.Spool, "the spool `SPOOL`: a directory or s3://bucket/prefix (env MUSTER_SPOOL)")
+			usage := "the spool `SPOOL`: a directory or s3://bucket/prefix (env MUSTER_SPOOL)"
+			if hostConfig {
+				usage = "the spool `SPOOL` instead of the host config's"
+			}
+			fs.StringVar(&g.Spool, "spool", g.Spool, usage)
+		case "state":
+			usage := "the host state directory `DIR`"
+			if hostConfig {
+				usage += " instead of the host config's"
+			}
+			fs.StringVar(&g.State, "state", g.State, usage)
 		case "mesh":
 			fs.StringVar(&g.Mesh, "mesh", g.Mesh, "the mesh key directory `DIR` (env MUSTER_MESH)")
 		case "config":
 			fs.StringVar(&g.Config, "config", g.Config, "the host config `FILE`")
-		case "state":
-			fs.StringVar(&g.State, "state", g.State, "the host state directory `DIR`")
 		case "root":
 			fs.StringVar(&g.Root, "root", g.Root, "apply everything inside directory `DIR` instead of /")
 		}
 		if hostConfig && (w == "spool" || w == "state") {
 			// The host config wins over the environment and the
-			// built-in default; only the flag overrides it.
-			f := fs.Lookup(w)
-			f.Usage = map[string]string{"spool": "the spool `SPOOL`", "state": "the host state directory `DIR`"}[w] + " instead of the host config's"
-			f.DefValue = ""
+			// built-in default: neither is a default to show.
+			fs.Lookup(w).DefValue = ""
 		}
 	}
 }

@@ -107,8 +107,11 @@ muster apply --root /srv/images/web --config /srv/images/web.toml`,
 					}
 					return err
 				}
+				if res.Flushed > 0 {
+					fmt.Fprintf(env.Stdio.Err, "muster: sent %d earlier report(s) from the outbox\n", res.Flushed)
+				}
 				if res.Nothing {
-					return printNothing(ctx, env, sp, id, res)
+					return printNothing(ctx, env, sp, cfg.State, id, res.Newest)
 				}
 				err = printApply(env, res, *dryRun)
 				if stopped := interrupted(ctx, *timeout); stopped != "" && res.Failed > 0 {
@@ -126,11 +129,13 @@ muster apply --root /srv/images/web --config /srv/images/web.toml`,
 // wait to be admitted, or have been refused, which the operator of the
 // host must hear of (with the refusal status) rather than read as a host
 // with nothing to do.
-func printNothing(ctx context.Context, env *Env, sp spool.Spool, id *host.Identity, res *apply.Result) error {
-	if res.Flushed > 0 {
-		fmt.Fprintf(env.Stdio.Err, "muster: sent %d earlier report(s) from the outbox\n", res.Flushed)
+func printNothing(ctx context.Context, env *Env, sp spool.Spool, state string, id *host.Identity, newest uint64) error {
+	tid, err := host.ReadJoin(state)
+	if err != nil {
+		// Only this message depends on it.
+		env.Warnf("%v", err)
 	}
-	st, err := enrol.ReadJoinState(ctx, sp, id)
+	st, err := enrol.ReadJoinState(ctx, sp, id, tid)
 	if err != nil {
 		return err
 	}
@@ -139,9 +144,9 @@ func printNothing(ctx context.Context, env *Env, sp spool.Spool, id *host.Identi
 		return fault.WithHint(fault.Refusedf("%s", st),
 			"ask the operator for a new token, then run: muster enrol join --force")
 	case st != nil && st.Pending:
-		fmt.Fprintf(env.Stdio.Out, "nothing declared for this node yet: %s (newest generation %d)\n", st, res.Newest)
+		fmt.Fprintf(env.Stdio.Out, "nothing declared for this node yet: %s (newest generation %d)\n", st, newest)
 	default:
-		fmt.Fprintf(env.Stdio.Out, "nothing declared for this node yet (newest generation %d)\n", res.Newest)
+		fmt.Fprintf(env.Stdio.Out, "nothing declared for this node yet (newest generation %d)\n", newest)
 	}
 	return nil
 }
@@ -159,9 +164,6 @@ func interrupted(ctx context.Context, timeout time.Duration) string {
 
 func printApply(env *Env, res *apply.Result, dryRun bool) error {
 	w := env.Stdio.Out
-	if res.Flushed > 0 {
-		fmt.Fprintf(env.Stdio.Err, "muster: sent %d earlier report(s) from the outbox\n", res.Flushed)
-	}
 	rep := res.Report
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)

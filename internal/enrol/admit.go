@@ -468,7 +468,7 @@ func (d *decision) seal(m *mesh.Mesh, now time.Time) error {
 
 // refusalReaders are who can read a refusal: the mesh, and the host that
 // asked when its request could be read, so that the host can say why it
-// was refused (see JoinState). Only the holder of the key that signed the
+// was refused (see ReadJoinState). Only the holder of the key that signed the
 // request reads it.
 func refusalReaders(m *mesh.Mesh, p *pendingJoin) []age.Recipient {
 	readers := []age.Recipient{m.Pair.Age.Recipient()}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/host"
 	"github.com/muster-tool/muster/spool"
 )
 
@@ -90,8 +91,8 @@ func TestJoinOverAnIdentity(t *testing.T) {
 		if len(entries) != 4 {
 			t.Errorf("%s: the state directory holds %v, want the keys, mesh.pub and join.toml", when, entries)
 		}
-		if _, id := f.identity("a"); id.TokenID != firstToken.ID() {
-			t.Errorf("%s: the host records token %s, want %s", when, id.TokenID, firstToken.ID())
+		if tid, err := host.ReadJoin(state); tid != firstToken.ID() {
+			t.Errorf("%s: the host records token %s (%v), want %s", when, tid, err, firstToken.ID())
 		}
 	}
 	unchanged("refused join")
@@ -127,8 +128,8 @@ func TestJoinOverAnIdentity(t *testing.T) {
 	if entries, _ := os.ReadDir(state); len(entries) != 4 {
 		t.Errorf("after a forced join the state directory holds %v, want the keys, mesh.pub and join.toml", entries)
 	}
-	if _, id := f.identity("a"); id.TokenID != tok.ID() {
-		t.Errorf("after a forced join the host records token %s, want %s", id.TokenID, tok.ID())
+	if tid, err := host.ReadJoin(state); tid != tok.ID() {
+		t.Errorf("after a forced join the host records token %s (%v), want %s", tid, err, tok.ID())
 	}
 }
 
@@ -172,11 +173,12 @@ func TestReadJoinState(t *testing.T) {
 	f.join("b", tok, tJoin.Add(time.Second)) // the token is spent by a
 	state := func(h string) *JoinState {
 		t.Helper()
-		_, id := f.identity(h)
-		if id.TokenID != tok.ID() {
-			t.Fatalf("host %s recorded token %q, joined with %s", h, id.TokenID, tok.ID())
+		cfg, id := f.identity(h)
+		tid, err := host.ReadJoin(cfg.State)
+		if tid != tok.ID() {
+			t.Fatalf("host %s recorded token %q (%v), joined with %s", h, tid, err, tok.ID())
 		}
-		st, err := ReadJoinState(f.ctx, f.m.Spool, id)
+		st, err := ReadJoinState(f.ctx, f.m.Spool, id, tid)
 		if err != nil {
 			t.Fatal(err)
 		}

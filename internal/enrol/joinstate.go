@@ -26,12 +26,13 @@ type JoinState struct {
 	Reason  string
 }
 
-// ReadJoinState looks up the host's join request and the mesh's answer.
-// It returns nil when there is nothing to say: the host does not know its
-// token (it joined with an older muster), or the token was decided and
-// this request not refused, as for an admitted host.
-func ReadJoinState(ctx context.Context, sp spool.Spool, id *host.Identity) (*JoinState, error) {
-	tid, fp := id.TokenID, id.NodeID()
+// ReadJoinState looks up the join request the host made with token tid
+// (host.ReadJoin) and the mesh's answer. It returns nil when there is
+// nothing to say: the host does not know its token (it joined with an
+// older muster), or the token was decided and this request not refused, as
+// for an admitted host.
+func ReadJoinState(ctx context.Context, sp spool.Spool, id *host.Identity, tid string) (*JoinState, error) {
+	fp := id.NodeID()
 	if tid == "" {
 		return nil, nil
 	}

@@ -120,12 +120,9 @@ func WriteConfig(path string, c *Config) error {
 // Identity is what a host holds in its state directory: its key pair, its
 // node id, and the mesh keys it pinned.
 type Identity struct {
-	Node string
-	Pair *keys.Pair
-	Mesh keys.Public
-	// TokenID is the token the host joined with; empty for a host that
-	// joined before join recorded it.
-	TokenID  string
+	Node     string
+	Pair     *keys.Pair
+	Mesh     keys.Public
 	Warnings []string
 }
 
@@ -185,6 +182,25 @@ func WriteJoin(state, tokenID string) error {
 		return err
 	}
 	return atomicfile.WriteFile(filepath.Join(state, joinFile), data, 0o600)
+}
+
+// ReadJoin returns the token the host joined with, or "" for a host that
+// joined before join recorded it. Only messages depend on it, so apply
+// reads it only when it has nothing to apply, not on every run.
+func ReadJoin(state string) (string, error) {
+	path := filepath.Join(state, joinFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	var j joinRecord
+	if err == nil {
+		err = tomlfile.Decode(data, &j)
+	}
+	if err != nil {
+		return "", fmt.Errorf("join record %s: %v", path, err)
+	}
+	return j.TokenID, nil
 }
 
 // identityFiles are the files of a host identity in the state directory.
@@ -257,19 +273,5 @@ func LoadIdentity(c *Config) (*Identity, error) {
 	if err := p.Mesh.Check(); err != nil {
 		return nil, fmt.Errorf("pinned mesh keys %s: %v", path, err)
 	}
-	id := &Identity{Node: c.Node, Pair: pair, Mesh: p.Mesh, Warnings: warnings}
-	// Only messages depend on the join record, so a damaged one is a
-	// warning, not a host that can no longer apply.
-	path = filepath.Join(c.State, joinFile)
-	data, err = os.ReadFile(path)
-	if err == nil {
-		var j joinRecord
-		if err = tomlfile.Decode(data, &j); err == nil {
-			id.TokenID = j.TokenID
-		}
-	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		id.Warnings = append(id.Warnings, fmt.Sprintf("join record %s: %v (only messages about the join request need it)", path, err))
-	}
-	return id, nil
+	return &Identity{Node: c.Node, Pair: pair, Mesh: p.Mesh, Warnings: warnings}, nil
 }
