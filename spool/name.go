@@ -168,6 +168,8 @@ const (
 	CommitPrefix      = "commit/"
 	ReportPrefix      = "report/"
 	RepoPrefix        = "repo/"
+	RepoIndexPrefix   = RepoPrefix + "index/"
+	EnrolPrefix       = "enrol/"
 )
 
 // TokenName names the verifier recorded when token tokenID is issued.

@@ -13,8 +13,9 @@ import (
 )
 
 // SyncOptions tunes Sync. The zero value copies with DefaultSyncWorkers
-// workers, compares objects present on both sides by size only, and does
-// no structural check.
+// workers, compares objects present on both sides by size only (but the
+// small ones AlwaysCompared names by content), and does no structural
+// check.
 type SyncOptions struct {
 	// Check compares the content of objects present on both sides with
 	// the same size, instead of assuming they are equal.
@@ -77,7 +78,10 @@ var ErrDamaged = errors.New("damaged objects not copied")
 // ways to merge two copies of a spool that both grew.
 //
 // Objects are listed on both sides and matched by name and size, without
-// reading content (unless Check is set). Each object dst lacks is read from
+// reading content (unless Check is set), except the small objects that
+// decide a generation and the mesh (AlwaysCompared), which are compared by
+// content, so that two commits of one generation are a conflict even when
+// they have the same size. Each object dst lacks is read from
 // src, checked (size as listed, Validate), put to dst, and read back from
 // dst and compared (size and SHA-256) with what was read. Temp files are
 // never listed, so never copied. Commits (commit/<generation>) are copied
@@ -114,7 +118,7 @@ func Sync(ctx context.Context, src, dst Spool, opts SyncOptions) (SyncResult, er
 			continue
 		case j < len(dstObjs) && dstObjs[j].Name == s.Name:
 			d := dstObjs[j]
-			if d.Size != s.Size || opts.Check {
+			if d.Size != s.Size || opts.Check || AlwaysCompared(s.Name) {
 				compares = append(compares, syncTask{src: s, isCompare: true, dstSize: d.Size})
 			} else {
 				res.Skipped++
@@ -149,6 +153,21 @@ func Sync(ctx context.Context, src, dst Spool, opts SyncOptions) (SyncResult, er
 	}
 	res = r.result()
 	return res, res.err(src, dst)
+}
+
+// AlwaysCompared reports whether sync compares an object present on both
+// sides by content even without Check: the small objects that decide what
+// a generation is and who belongs to the mesh (commits, manifests, the mesh
+// keys, repository indexes and enrolment records). Two different commits
+// of one generation usually have the same size, so a sync that compared
+// sizes alone would merge two histories without a word.
+func AlwaysCompared(name string) bool {
+	for _, p := range []string{CommitPrefix, ManifestPrefix, MeshKeysName, RepoIndexPrefix, EnrolPrefix} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // result returns the result so far, issues in order of name.

@@ -161,8 +161,10 @@ func TestSyncCopiesWhatIsMissing(t *testing.T) {
 	}
 	sameContents(t, "destination", contents(t, dst), merged(both, onlySrc, onlyDst))
 	sameContents(t, "source (must not change)", contents(t, src), merged(both, onlySrc))
-	if len(progress) != 3 || progress[2].Done != 3 || progress[2].Total != 3 || progress[2].Bytes != bytesCopied {
-		t.Errorf("progress calls %+v, want 3 ending at 3 of 3 with %d bytes", progress, bytesCopied)
+	// The commit and mesh keys present on both sides are compared by
+	// content, so they are handled too.
+	if len(progress) != 5 || progress[4].Done != 5 || progress[4].Total != 5 || progress[4].Bytes != bytesCopied {
+		t.Errorf("progress calls %+v, want 5 ending at 5 of 5 with %d bytes", progress, bytesCopied)
 	}
 	// Idempotent: nothing left to do.
 	res, err = spool.Sync(t.Context(), src, dst, checked)
@@ -196,23 +198,27 @@ func TestSyncMergesBothWays(t *testing.T) {
 
 func TestSyncConflicts(t *testing.T) {
 	s := newSigner(t)
+	// Reports: large objects, compared by size unless Check is set.
+	tok1 := spool.ReportName("0123456789abcdef0123456789abcdef", 1, 1)
+	tok2 := spool.ReportName("0123456789abcdef0123456789abcdef", 1, 2)
+	tok3 := spool.ReportName("0123456789abcdef0123456789abcdef", 1, 3)
 	src, dst := newDir(t), newDir(t)
-	a := s.bundle(t, spool.AdmitName("tok1"), 500)
-	b := s.bundle(t, spool.AdmitName("tok1"), 500) // same size, other bytes
-	c := s.bundle(t, spool.AdmitName("tok2"), 500)
-	d := s.bundle(t, spool.AdmitName("tok2"), 900) // other size
-	src.Put(t.Context(), spool.AdmitName("tok1"), a)
-	dst.Put(t.Context(), spool.AdmitName("tok1"), b)
-	src.Put(t.Context(), spool.AdmitName("tok2"), c)
-	dst.Put(t.Context(), spool.AdmitName("tok2"), d)
-	fresh := s.fill(t, src, spool.AdmitName("tok3"))
+	a := s.bundle(t, tok1, 500)
+	b := s.bundle(t, tok1, 500) // same size, other bytes
+	c := s.bundle(t, tok2, 500)
+	d := s.bundle(t, tok2, 900) // other size
+	src.Put(t.Context(), tok1, a)
+	dst.Put(t.Context(), tok1, b)
+	src.Put(t.Context(), tok2, c)
+	dst.Put(t.Context(), tok2, d)
+	fresh := s.fill(t, src, tok3)
 
 	// By size only, tok2 conflicts; tok1 is assumed equal.
 	res, err := spool.Sync(t.Context(), src, dst, checked)
 	if !errors.Is(err, spool.ErrConflict) || !strings.Contains(err.Error(), "1 object differs") {
 		t.Errorf("Sync with a conflict: %v, want ErrConflict for 1 object", err)
 	}
-	if names := issueNames(res.Conflicts); !slices.Equal(names, []string{spool.AdmitName("tok2")}) {
+	if names := issueNames(res.Conflicts); !slices.Equal(names, []string{tok2}) {
 		t.Errorf("conflicts by size = %v, want only tok2", names)
 	}
 	if res.Copied != 1 {
@@ -225,7 +231,7 @@ func TestSyncConflicts(t *testing.T) {
 	if !errors.Is(err, spool.ErrConflict) {
 		t.Errorf("Sync --check: %v, want ErrConflict", err)
 	}
-	if names := issueNames(res.Conflicts); !slices.Equal(names, []string{spool.AdmitName("tok1"), spool.AdmitName("tok2")}) {
+	if names := issueNames(res.Conflicts); !slices.Equal(names, []string{tok1, tok2}) {
 		t.Errorf("conflicts with Check = %v, want tok1 and tok2", names)
 	}
 	for _, c := range res.Conflicts {
@@ -234,8 +240,41 @@ func TestSyncConflicts(t *testing.T) {
 		}
 	}
 	// Never resolved: both sides keep their bytes.
-	sameContents(t, "destination", contents(t, dst), map[string][]byte{spool.AdmitName("tok1"): b, spool.AdmitName("tok2"): d, spool.AdmitName("tok3"): fresh[spool.AdmitName("tok3")]})
-	sameContents(t, "source", contents(t, src), merged(map[string][]byte{spool.AdmitName("tok1"): a, spool.AdmitName("tok2"): c}, fresh))
+	sameContents(t, "destination", contents(t, dst), map[string][]byte{tok1: b, tok2: d, tok3: fresh[tok3]})
+	sameContents(t, "source", contents(t, src), merged(map[string][]byte{tok1: a, tok2: c}, fresh))
+}
+
+// Two different commits of one generation have the same size: sync
+// compares commits (and the other small objects that decide a generation or
+// the mesh) by content even without Check, so the fork is a conflict, named,
+// and neither side changes.
+func TestSyncComparesCommitsByContent(t *testing.T) {
+	s := newSigner(t)
+	src, dst := newDir(t), newDir(t)
+	for _, name := range []string{spool.CommitName(4), spool.ManifestName(4, "0123456789abcdef"), spool.MeshKeysName, spool.RepoIndexPrefix + spool.SeqName(1), spool.AdmitName("tok1")} {
+		a, b := s.bundle(t, name, 300), s.bundle(t, name, 300)
+		if len(a) != len(b) || bytes.Equal(a, b) {
+			t.Fatalf("%s: want two bundles of one size, %d and %d bytes", name, len(a), len(b))
+		}
+		src.Put(t.Context(), name, a)
+		dst.Put(t.Context(), name, b)
+		res, err := spool.Sync(t.Context(), src, dst, checked)
+		if !errors.Is(err, spool.ErrConflict) || !slices.Equal(issueNames(res.Conflicts), []string{name}) {
+			t.Errorf("%s: Sync = %+v, %v; want it named as a conflict", name, res, err)
+		}
+		if got := contents(t, dst)[name]; !bytes.Equal(got, b) {
+			t.Errorf("%s: the destination's copy was replaced", name)
+		}
+		src.Delete(t.Context(), name)
+		dst.Delete(t.Context(), name)
+	}
+	// Equal content is no conflict.
+	c := s.bundle(t, spool.CommitName(5), 300)
+	src.Put(t.Context(), spool.CommitName(5), c)
+	dst.Put(t.Context(), spool.CommitName(5), c)
+	if res, err := spool.Sync(t.Context(), src, dst, checked); err != nil || res.Skipped != 1 {
+		t.Errorf("equal commits: %+v, %v", res, err)
+	}
 }
 
 func issueNames(is []spool.SyncIssue) []string {

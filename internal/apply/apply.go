@@ -74,12 +74,16 @@ type Result struct {
 	// KnownGoodError: keeping this binary as the known-good muster
 	// failed (the apply itself succeeded).
 	KnownGoodError error
+	// Warnings are what did not stop the run but its operator should
+	// know, such as commits in the spool that do not verify.
+	Warnings []string
 }
 
 // sendGrace bounds sending the report after a run's own deadline passed.
 const sendGrace = time.Minute
 
-// Run performs one apply.
+// Run performs one apply. When it fails it may still return a Result
+// carrying Warnings.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	gc := tuneGC(o.TuneGC)
 	defer gc.done()
@@ -110,7 +114,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	start := o.Now()
 	fetched := make(chan fetch, 1)
-	go func() { fetched <- fetchNewest(ctx, o, meshSign, nodeID, st.Generation) }()
+	go func() { fetched <- fetchNewest(ctx, o, meshSign, nodeID, st) }()
 	led, hadLedger, err := loadLedger(state)
 	if err != nil {
 		<-fetched
@@ -129,8 +133,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	f := <-fetched
 	res.Newest = f.newest
+	for _, sk := range f.skipped {
+		res.Warnings = append(res.Warnings, sk.String()+" (not the mesh's; never applied)")
+	}
 	if f.err != nil {
-		return nil, f.err
+		return res, f.err
 	}
 	if f.gen == 0 {
 		res.Nothing = true
@@ -204,6 +211,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	lines = append(lines, orphans(ctx, sys, led, nd.Resources, declared, nd.Prune, newLedger)...)
 	lines = append(append(lines, up.Lines()...), repoLines...)
+	if commit.Expired(o.Now()) {
+		lines = append(lines, expiredLine(commit))
+	}
 	notes = append(notes, up.Notes()...)
 	for _, l := range lines {
 		switch l.Status {
@@ -261,8 +271,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	failedChanged := !slices.Equal(st.FailedVersions, up.Failed())
-	if !hadState || st.Generation != gen || st.Run != commit.Run || failedChanged {
-		st.Generation, st.Run, st.AppliedAt = gen, commit.Run, o.Now().UTC()
+	if !hadState || st.Generation != gen || st.Run != commit.Run || st.Commit != commit.Digest || failedChanged {
+		if st.Generation != gen {
+			st.AppliedAt = o.Now().UTC()
+		}
+		st.Generation, st.Run, st.Commit = gen, commit.Run, commit.Digest
 		st.FailedVersions = up.Failed()
 		if err := saveState(state, st); err != nil {
 			return nil, err
@@ -304,6 +317,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// ExpiryLineID is the report line of a generation past its expiry.
+const ExpiryLineID = "muster:expiry"
+
+// expiredLine fails a run that enforces a generation past the expiry its
+// commit carries: nothing newer has reached the host (a frozen mirror, a
+// stale copy of the spool), and the mesh must hear of it.
+func expiredLine(c *generation.Commit) outcome.Line {
+	return outcome.Line{ID: ExpiryLineID, Status: outcome.Failed, Detail: fmt.Sprintf(
+		"generation %d expired at %s (declared at %s): nothing newer has reached this host; it still enforces generation %d and repairs drift",
+		c.Generation, c.ExpiresAt.UTC().Format(time.RFC3339), c.DeclaredAt.UTC().Format(time.RFC3339), c.Generation)}
 }
 
 // RepoDir is where, below the state directory, the mesh's package
@@ -409,66 +434,98 @@ func removable(e ledger.Entry, prune bool) bool {
 	return false
 }
 
-// findGeneration returns the newest committed generation that has a bundle
-// for this node. A generation older than the last one applied is refused:
-// that is a rollback.
-func findGeneration(ctx context.Context, sp spool.Spool, nodeID string, meshSign ed25519.PublicKey, last uint64) (uint64, *generation.Commit, uint64, error) {
-	gens, err := generation.Committed(ctx, sp)
+// findGeneration returns the newest commit that verifies and has a bundle
+// for this node, and the newest generation that verifies. Commits that do
+// not verify are skipped (f.skipped), never obeyed. It refuses a rollback
+// (a generation older than the one applied in st) and a fork: another
+// commit of the generation applied, or a newer commit whose history does
+// not hold the one applied (when that history is in the spool).
+func findGeneration(ctx context.Context, sp spool.Spool, nodeID string, meshSign ed25519.PublicKey, st *State) (f fetch) {
+	hist, err := generation.LoadHistory(ctx, sp, meshSign)
 	if err != nil {
-		return 0, nil, 0, err
+		f.err = err
+		return f
 	}
-	var newest uint64
-	if len(gens) > 0 {
-		newest = gens[0]
-	}
-	if newest < last {
-		return 0, nil, newest, fault.WithHint(fault.Refusedf("rollback refused: the newest commit in spool %s is generation %d, older than generation %d, which this host already applied", sp, newest, last),
-			"if the spool was restored from an old copy, sync the newer objects back into it")
-	}
-	for _, g := range gens {
-		c, err := generation.ReadCommit(ctx, sp, g, meshSign)
-		if err != nil {
-			var fe *fault.Error
-			if errors.As(err, &fe) {
-				return 0, nil, newest, err
+	defer func() { f.skipped = hist.Skipped }()
+	last := st.Generation
+	var chosen *generation.Commit
+	f.err = hist.Each(ctx, func(c *generation.Commit) (bool, error) {
+		if f.newest == 0 {
+			f.newest = c.Generation
+			if c.Generation < last {
+				return false, fault.WithHint(fault.Refusedf("rollback refused: the newest commit in spool %s is generation %d, older than generation %d, which this host already applied", sp, c.Generation, last),
+					"if the spool was restored from an old copy, sync the newer objects back into it")
 			}
-			return 0, nil, newest, fault.New(fault.Refused, fmt.Errorf("spool %s: %w", sp, err))
 		}
-		_, err = sp.Stat(ctx, spool.DeclName(g, c.Run, nodeID))
-		if errors.Is(err, spool.ErrNotFound) {
-			if g <= last {
-				break
-			}
-			continue
+		if c.Generation == last && !st.applied(c) {
+			return false, forkRefused(sp, fmt.Sprintf("the spool's commit of generation %d is %s, not %s, which this host applied", last, generation.ShortDigest(c.Digest), st.commitName()))
 		}
+		_, err := sp.Stat(ctx, spool.DeclName(c.Generation, c.Run, nodeID))
+		switch {
+		case errors.Is(err, spool.ErrNotFound):
+			// Nothing for this node in c; an older one may have something,
+			// but never one older than what it applied.
+			return c.Generation > last, nil
+		case err != nil:
+			return false, err
+		case c.Generation < last:
+			return false, fault.Refusedf("rollback refused: the newest generation in spool %s with a declaration for this node is generation %d, older than generation %d, which this host already applied", sp, c.Generation, last)
+		}
+		chosen = c
+		return false, nil
+	})
+	if f.err != nil {
+		return f
+	}
+	if chosen == nil {
+		if last > 0 {
+			f.err = fault.Refusedf("rollback refused: generation %d, which this host applied, is no longer in spool %s and no newer one is declared for it", last, sp)
+		}
+		return f
+	}
+	if chosen.Generation > last && st.Commit != "" {
+		tr, err := hist.Trace(ctx, chosen, last, st.Commit)
 		if err != nil {
-			return 0, nil, newest, err
+			f.err = err
+			return f
 		}
-		if g < last {
-			return 0, nil, newest, fault.Refusedf("rollback refused: the newest generation in spool %s with a declaration for this node is generation %d, older than generation %d, which this host already applied", sp, g, last)
+		if tr.Verdict == generation.Diverges {
+			what := "passes over it"
+			if tr.Named != "" {
+				what = "holds " + generation.ShortDigest(tr.Named) + " there"
+			}
+			f.err = forkRefused(sp, fmt.Sprintf("the history of generation %d (%s) does not hold generation %d as this host applied it (%s): it %s",
+				chosen.Generation, generation.ShortDigest(chosen.Digest), last, st.commitName(), what))
+			return f
 		}
-		return g, c, newest, nil
 	}
-	if last > 0 {
-		return 0, nil, newest, fault.Refusedf("rollback refused: generation %d, which this host applied, is no longer in spool %s and no newer one is declared for it", last, sp)
-	}
-	return 0, nil, newest, nil
+	f.gen, f.commit = chosen.Generation, chosen
+	return f
+}
+
+// forkRefused is the refusal of a commit from another history of the mesh
+// than the one this host applied.
+func forkRefused(sp spool.Spool, what string) error {
+	return fault.WithHint(fault.Refusedf("fork refused: %s; spool %s holds another history of this mesh", what, sp),
+		"the spool was restored from an older copy and declared on, or two copies grew apart: the mesh's operator should sync the copy this host applied from back into the spool (muster spool verify names the fork); "+
+			"if the mesh has settled on the spool's history, reset this host's state as muster-apply(1) says under STATE")
 }
 
 // fetch is what fetchNewest found: the generation to apply (0: none), its
-// commit and this node's declaration, and the newest generation seen.
+// commit and this node's declaration, the newest generation that
+// verifies, and the commits skipped because they do not.
 type fetch struct {
 	gen, newest uint64
 	commit      *generation.Commit
 	nd          *generation.NodeDeclaration
+	skipped     []generation.Skipped
 	err         error
 }
 
-// fetchNewest finds the generation to apply after last and fetches this
-// node's declaration of it.
-func fetchNewest(ctx context.Context, o Options, meshSign ed25519.PublicKey, nodeID string, last uint64) fetch {
-	var f fetch
-	f.gen, f.commit, f.newest, f.err = findGeneration(ctx, o.Spool, nodeID, meshSign, last)
+// fetchNewest finds the generation to apply after the one in st and
+// fetches this node's declaration of it.
+func fetchNewest(ctx context.Context, o Options, meshSign ed25519.PublicKey, nodeID string, st *State) fetch {
+	f := findGeneration(ctx, o.Spool, nodeID, meshSign, st)
 	if f.err == nil && f.gen != 0 {
 		f.nd, f.err = fetchDeclaration(ctx, o, meshSign, f.gen, f.commit.Run, nodeID)
 	}

@@ -181,9 +181,10 @@ func TestForgedSignerRefused(t *testing.T) {
 		t.Error("web-b applied a declaration signed by a rogue key")
 	}
 
-	// A commit for generation 2 signed by the rogue key stops every host:
-	// it is not skipped as if it were not there.
-	forged := generation.Commit{Version: generation.FormatVersion, Generation: gen + 1, Run: c.Run, DeclaredAt: time.Now().UTC()}
+	// A commit for generation 2 signed by the rogue key is junk: skipped
+	// with a warning naming it, never obeyed, never deleted; the host
+	// applies the newest commit that verifies.
+	forged := generation.Commit{Version: generation.CommitVersion, Generation: gen + 1, Run: c.Run, DeclaredAt: time.Now().UTC()}
 	data, err = bundle.SignTOML(forged, generation.CommitCtx(gen+1), rogue.Sign)
 	if err != nil {
 		t.Fatal(err)
@@ -191,10 +192,24 @@ func TestForgedSignerRefused(t *testing.T) {
 	if err := f.m.Spool.Put(f.ctx, spool.CommitName(gen+1), data); err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.apply(a)
-	wantRefused(t, err, fmt.Sprintf("generation %d", gen+1))
-	if _, err := os.Lstat(filepath.Join(a.root, "etc/motd")); !errors.Is(err, fs.ErrNotExist) {
-		t.Error("web-a applied generation 1 past a forged commit 2")
+	res, err := f.apply(a)
+	if err != nil {
+		t.Fatalf("apply past a forged commit: %v", err)
+	}
+	if res.Generation != gen || res.Newest != gen {
+		t.Errorf("applied generation %d (newest %d), want %d", res.Generation, res.Newest, gen)
+	}
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], spool.CommitName(gen+1)) || !strings.Contains(res.Warnings[0], "unexpected key") {
+		t.Errorf("warnings %q, want one naming %s and why", res.Warnings, spool.CommitName(gen+1))
+	}
+	if readFile(t, filepath.Join(a.root, "etc/motd")) != "a\n" {
+		t.Error("web-a did not apply generation 1 past a forged commit 2")
+	}
+	if _, err := f.m.Spool.Stat(f.ctx, spool.CommitName(gen+1)); err != nil {
+		t.Errorf("the forged commit was removed: %v", err)
+	}
+	if _, stderr, code := a.run(t, "apply"); code != 0 || !strings.Contains(stderr, "muster: warning: "+spool.CommitName(gen+1)+" skipped") {
+		t.Errorf("muster apply: status %d, stderr %q; want 0 and a warning naming the forged commit", code, stderr)
 	}
 }
 

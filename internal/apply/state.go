@@ -19,6 +19,7 @@ import (
 
 	"github.com/muster-tool/muster/internal/atomicfile"
 	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/generation"
 	"github.com/muster-tool/muster/internal/ledger"
 	"github.com/muster-tool/muster/internal/resource"
 	"github.com/muster-tool/muster/internal/upgrade"
@@ -34,6 +35,10 @@ type State struct {
 	// the outcome): a bundle older than this is a rollback.
 	Generation uint64 `toml:"generation"`
 	Run        string `toml:"run"`
+	// Commit is the digest of the commit of Generation this host applied:
+	// another commit of that generation, or a newer one whose history does
+	// not hold this one, is a fork and refused.
+	Commit string `toml:"commit,omitempty"`
 	// AppliedAt is when this host first applied Generation. Later runs
 	// of the same generation do not rewrite the file.
 	AppliedAt time.Time `toml:"applied_at"`
@@ -41,6 +46,23 @@ type State struct {
 	// self-check, or to start); they are not installed again until a
 	// newer one is declared (see internal/upgrade).
 	FailedVersions upgrade.Failed `toml:"failed_version,omitempty"`
+}
+
+// applied reports whether c is the commit of st.Generation this host
+// applied. State written before commits had digests names the run.
+func (st *State) applied(c *generation.Commit) bool {
+	if st.Commit != "" {
+		return c.Digest == st.Commit
+	}
+	return st.Run == "" || c.Run == st.Run
+}
+
+// commitName names the commit this host applied, for messages.
+func (st *State) commitName() string {
+	if st.Commit != "" {
+		return generation.ShortDigest(st.Commit)
+	}
+	return "run " + st.Run
 }
 
 const (

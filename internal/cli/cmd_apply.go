@@ -34,7 +34,12 @@ A line is ok only if reading the resource back matched the declaration;
 there is no other way for a line to become ok, and one failed line makes the
 report failed and the status 1. A generation older than the last one applied
 is refused (rollback, status 3); re-applying the same generation repairs
-drift. A report that cannot be written to the spool waits in the state
+drift. Another commit of the generation applied, or a newer one whose
+history does not hold it, is a fork of the mesh's history and refused
+(status 3). Commits that do not verify against the mesh key are skipped
+with a warning, never obeyed. A generation past the expiry declare
+--valid-for signed into it is still enforced, but reported as a failed
+line (status 1). A report that cannot be written to the spool waits in the state
 directory's outbox (status 4) and is sent first by the next run.
 
 Made for a systemd timer or cron: non-interactive, one summary line when
@@ -101,6 +106,11 @@ muster apply --root /srv/images/web --config /srv/images/web.toml`,
 					ConfigPath: env.Global.Config,
 					TuneGC:     true,
 				})
+				if res != nil {
+					for _, w := range res.Warnings {
+						env.Warnf("%s", w)
+					}
+				}
 				if err != nil {
 					if stopped := interrupted(ctx, *timeout); stopped != "" {
 						return fault.Temporaryf("%s: %v", stopped, err)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -20,7 +21,7 @@ import (
 func init() {
 	register(&Command{
 		Name:  "declare",
-		Usage: "muster declare [--check | --dry-run] [--json] FILE... | -",
+		Usage: "muster declare [--check | --dry-run] [--valid-for DURATION] [--json] FILE... | -",
 		Short: "validate the desired state and commit it as the next generation",
 		Long: `Validate the declaration files (TOML, see muster-declaration(5); - reads
 standard input) and commit them as the next generation in one write. Every
@@ -41,14 +42,28 @@ declare does not wait for nodes: it prints
 'generation N declared: K nodes, I ineligible, U unmatched' and exits. Follow
 progress with 'muster report'.
 
+Each commit names the commit it follows, so a generation has exactly one
+history, and the mesh directory remembers the newest generation it
+committed (history.toml). declare refuses (status 3) a spool whose newest
+commit is older than that or belongs to another history: a spool restored
+from an older copy, or a copy another operator declared on, must be synced
+back first. Commits in the spool that do not verify against the mesh key
+are skipped with a warning, never obeyed.
+
+--valid-for signs an expiry into the commit: a host still applying the
+generation after it (a frozen mirror, a stale stick) keeps enforcing it but
+reports a failed line saying it expired. Without it a generation never
+expires. A declare with --valid-for always commits, renewing the expiry.
+
 Declaring an unchanged source (the same resources for the same node
-identities, the same ineligible and unmatched nodes) writes nothing and says
-'declaration unchanged: generation N stands'. --dry-run writes nothing at
+identities, the same ineligible and unmatched nodes, and no expiry)
+writes nothing and says 'declaration unchanged: generation N stands'. --dry-run writes nothing at
 all, so it does not admit pending join requests. Content marked secret never
 appears in any output.`,
 		Examples: `muster declare --check site.toml
 muster declare --dry-run site.toml
 muster declare site.toml roles/*.toml
+muster declare --valid-for 7d site.toml
 generate-config | muster declare --json -`,
 		Global: []string{"mesh", "spool"},
 		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
@@ -56,12 +71,21 @@ generate-config | muster declare --json -`,
 			check := fs.Bool("check", false, "validate only; needs no mesh and writes nothing")
 			dryRun := fs.Bool("dry-run", false, "show per node what would change against the previous generation; write nothing")
 			asJSON := fs.Bool("json", false, "print the result as versioned JSON")
+			validFor := fs.String("valid-for", "", "sign an expiry into the commit: hosts report the generation expired this long after it is declared (such as 36h or 7d)")
 			return func(env *Env, args []string) error {
 				if len(args) == 0 {
 					return fault.Usagef("no declaration file given (use - for standard input)")
 				}
 				if *check && *dryRun {
 					return fault.Usagef("--check and --dry-run exclude each other")
+				}
+				var valid time.Duration
+				if *validFor != "" {
+					d, err := parseDays(*validFor)
+					if err != nil || d <= 0 {
+						return fault.Usagef("--valid-for %q: want a positive duration such as 36h or 7d", *validFor)
+					}
+					valid = d
 				}
 				srcs, err := declaration.Load(args, env.Stdio.In)
 				if err != nil {
@@ -99,7 +123,7 @@ generate-config | muster declare --json -`,
 					return err
 				}
 				res, err := declare.Declare(env.Ctx, m, reg, briefs, decl, declare.Options{
-					DryRun: *dryRun, Now: env.Now(), Recovery: recoveryCopies(env, m, reg),
+					DryRun: *dryRun, Now: env.Now(), Recovery: recoveryCopies(env, m, reg), ValidFor: valid,
 				})
 				var pe *declare.ProblemsError
 				if errors.As(err, &pe) {
@@ -157,6 +181,9 @@ func printDeclare(w io.Writer, r *declare.Result) {
 		fmt.Fprintf(w, "dry run: generation %d would be declared: %d nodes, %d ineligible, %d unmatched (nothing written)\n", r.Generation, len(r.Nodes), len(r.Ineligible), len(r.Unmatched))
 	default:
 		fmt.Fprintf(w, "generation %d declared: %d nodes, %d ineligible, %d unmatched\n", r.Generation, len(r.Nodes), len(r.Ineligible), len(r.Unmatched))
+	}
+	if r.ExpiresAt != nil && !r.Unchanged {
+		fmt.Fprintf(w, "valid until %s\n", r.ExpiresAt.Format(time.RFC3339))
 	}
 	if r.DryRun && !r.Unchanged {
 		same := 0

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -208,4 +209,17 @@ func openFleet(env *Env) (*mesh.Mesh, *enrol.Registry, map[string]*brief.Briefin
 		return nil, nil, nil, err
 	}
 	return m, reg, briefs, nil
+}
+
+// parseDays parses a duration as Go does ("36h", "90m"), and also whole
+// days ("7d"), the unit validity periods are thought in.
+func parseDays(s string) (time.Duration, error) {
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		d, err := strconv.ParseUint(n, 10, 16)
+		if err != nil {
+			return 0, err
+		}
+		return time.Duration(d) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(s)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/muster-tool/muster/internal/declaration"
 	"github.com/muster-tool/muster/internal/enrol"
 	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/generation"
 	"github.com/muster-tool/muster/internal/ledger"
 	"github.com/muster-tool/muster/internal/mesh"
 	"github.com/muster-tool/muster/internal/outcome"
@@ -40,6 +41,9 @@ type Options struct {
 	// Retries is how many times in all a commit is tried when other
 	// declares keep committing the generation first (default 3).
 	Retries int
+	// ValidFor, if positive, signs an expiry into the commit: hosts past
+	// it report the generation expired (see generation.Commit.ExpiresAt).
+	ValidFor time.Duration
 }
 
 // NodeChange is what one node gets, compared with the newest committed
@@ -75,8 +79,12 @@ type Result struct {
 	Generation uint64 `json:"generation"`
 	// Run names the declare run whose bundles make up Generation; empty
 	// for a dry run.
-	Run        string       `json:"run,omitempty"`
-	Previous   uint64       `json:"previous"`
+	Run      string `json:"run,omitempty"`
+	Previous uint64 `json:"previous"`
+	// Commit is the digest of the commit written (or that stands).
+	Commit string `json:"commit,omitempty"`
+	// ExpiresAt is when the generation expires, if it does.
+	ExpiresAt  *time.Time   `json:"expires_at,omitempty"`
 	Unchanged  bool         `json:"unchanged"`
 	DryRun     bool         `json:"dry_run"`
 	Nodes      []NodeChange `json:"nodes"`
@@ -116,26 +124,45 @@ func Declare(ctx context.Context, m *mesh.Mesh, reg *enrol.Registry, briefs map[
 		return nil, err
 	}
 	for attempt := 1; ; attempt++ {
-		prevGen, prevMan, err := latestManifest(ctx, m)
+		hist, prev, warnings, err := currentHistory(ctx, m)
 		if err != nil {
 			return nil, err
+		}
+		var prevGen uint64
+		var prevMan *generation.Manifest
+		if prev != nil {
+			prevGen = prev.Generation
+			if prevMan, err = manifestOf(ctx, m, prev); err != nil {
+				return nil, err
+			}
 		}
 		res, err := p.compare(prevGen, prevMan)
 		if err != nil {
 			return nil, err
 		}
+		res.Warnings = append(res.Warnings, warnings...)
 		res.DryRun = o.DryRun
-		if res.Unchanged {
-			res.Generation = prevGen
+		// A validity is renewed by every declare that gives one, and
+		// dropped by one that does not: neither is unchanged.
+		if res.Unchanged && o.ValidFor <= 0 && prev.ExpiresAt.IsZero() {
+			res.Generation, res.Commit = prevGen, prev.Digest
 			return res, nil
 		}
-		res.Generation = prevGen + 1
+		res.Unchanged = false
+		res.Generation = hist.NextFree(prevGen)
+		if o.ValidFor > 0 {
+			t := o.Now.UTC().Add(o.ValidFor)
+			res.ExpiresAt = &t
+		}
 		if o.DryRun {
 			return res, nil
 		}
-		run, err := p.write(ctx, m, res.Generation, o)
+		c, err := p.write(ctx, m, res.Generation, prev, o)
 		if err == nil {
-			res.Run = run
+			res.Run, res.Commit = c.Run, c.Digest
+			if err := m.RecordHead(mesh.Head{Generation: c.Generation, Commit: c.Digest, CommittedAt: c.DeclaredAt}); err != nil {
+				res.Warnings = append(res.Warnings, fmt.Sprintf("generation %d is committed, but %s could not remember it: %v", c.Generation, mesh.HeadPath(m.Dir), err))
+			}
 			return res, nil
 		}
 		var lost *lostRace

@@ -493,25 +493,6 @@ func TestSecretNeverShown(t *testing.T) {
 	}
 }
 
-// A spool whose mesh keys are another mesh's: the newest commit does not
-// verify, and declare is refused.
-func TestOtherMeshRefused(t *testing.T) {
-	f := newFixture(t)
-	f.enrol("web-1", nil)
-	f.mustDeclare(f.parse(webSite, nil), Options{})
-	other := newFixture(t)
-	other.m.Spool = f.m.Spool
-	other.reg, other.briefs, other.pairs = f.reg, f.briefs, f.pairs
-	before := f.objects()
-	_, err := other.declare(f.parse(strings.Replace(webSite, "latest", "present", 1), nil), Options{})
-	if fault.ClassOf(err) != fault.Refused || !errors.Is(err, bundle.ErrUnexpectedSigner) {
-		t.Errorf("declare with another mesh's key: err = %v (class %v), want refused: unexpected signer", err, fault.ClassOf(err))
-	}
-	if after := f.objects(); !slices.Equal(before, after) {
-		t.Errorf("the refused declare wrote %v", after)
-	}
-}
-
 func TestNodeDeclarationEncodingDecodesAsOne(t *testing.T) {
 	tr, fa := true, false
 	specs := []resource.Spec{

@@ -2,7 +2,6 @@ package declare
 
 import (
 	"context"
-	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,25 +16,19 @@ import (
 	"github.com/muster-tool/muster/spool"
 )
 
-// latestManifest returns the newest committed generation and its manifest
-// (0 and nil when nothing has been declared yet).
-func latestManifest(ctx context.Context, m *mesh.Mesh) (uint64, *generation.Manifest, error) {
-	gens, err := generation.Committed(ctx, m.Spool)
-	if err != nil || len(gens) == 0 {
-		return 0, nil, err
-	}
-	man, err := ReadManifest(ctx, m, gens[0])
-	return gens[0], man, err
-}
-
 // ReadManifest reads and verifies the manifest of committed generation
 // gen: the one its commit names.
 func ReadManifest(ctx context.Context, m *mesh.Mesh, gen uint64) (*generation.Manifest, error) {
-	signer := m.Pair.Sign.Public().(ed25519.PublicKey)
-	c, err := generation.ReadCommit(ctx, m.Spool, gen, signer)
+	c, err := generation.ReadCommit(ctx, m.Spool, gen, m.Verifier())
 	if err != nil {
 		return nil, err
 	}
+	return manifestOf(ctx, m, c)
+}
+
+// manifestOf reads and verifies the manifest commit c names.
+func manifestOf(ctx context.Context, m *mesh.Mesh, c *generation.Commit) (*generation.Manifest, error) {
+	gen := c.Generation
 	name := spool.ManifestName(gen, c.Run)
 	data, err := m.Spool.Get(ctx, name, 0)
 	if errors.Is(err, spool.ErrNotFound) {
@@ -46,7 +39,7 @@ func ReadManifest(ctx context.Context, m *mesh.Mesh, gen uint64) (*generation.Ma
 		return nil, err
 	}
 	var man generation.Manifest
-	if err := bundle.OpenTOML(data, generation.ManifestCtx(gen, c.Run), m.Pair.Age, signer, &man); err != nil {
+	if err := bundle.OpenTOML(data, generation.ManifestCtx(gen, c.Run), m.Pair.Age, m.Verifier(), &man); err != nil {
 		return nil, fmt.Errorf("manifest of generation %d: %w", gen, err)
 	}
 	if man.Generation != gen || man.Run != c.Run {

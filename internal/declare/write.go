@@ -21,11 +21,12 @@ import (
 )
 
 // write seals every node's bundle and the manifest under a new run, then
-// commits generation gen with one create-if-absent write of its commit,
-// which names the run. Until that write nothing of the run counts: a
-// failure or a lost race leaves only objects no commit names, which no
-// node ever applies. It returns the run.
-func (p *plan) write(ctx context.Context, m *mesh.Mesh, gen uint64, o Options) (string, error) {
+// commits generation gen, following prev (nil: the mesh's first), with one
+// create-if-absent write of its commit, which names the run. Until that
+// write nothing of the run counts: a failure or a lost race leaves only
+// objects no commit names, which no node ever applies. It returns the
+// commit.
+func (p *plan) write(ctx context.Context, m *mesh.Mesh, gen uint64, prev *generation.Commit, o Options) (*generation.Commit, error) {
 	run := newRunID()
 	now := o.Now.UTC()
 	rec := p.recoveries(o)
@@ -48,27 +49,34 @@ func (p *plan) write(ctx context.Context, m *mesh.Mesh, gen uint64, o Options) (
 		return spool.PutMany(ctx, m.Spool, objs)
 	})
 	if err != nil {
-		return "", fmt.Errorf("write the declarations of generation %d: %w (nothing was committed)", gen, err)
+		return nil, fmt.Errorf("write the declarations of generation %d: %w (nothing was committed)", gen, err)
 	}
 	data, err := bundle.SealTOML(p.manifest(gen, run, now), generation.ManifestCtx(gen, run), m.Pair.Sign, m.Pair.Age.Recipient())
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if err := m.Spool.Put(ctx, spool.ManifestName(gen, run), data); err != nil {
-		return "", fmt.Errorf("write the manifest of generation %d: %w (nothing was committed)", gen, err)
+		return nil, fmt.Errorf("write the manifest of generation %d: %w (nothing was committed)", gen, err)
 	}
-	c := generation.Commit{Version: generation.FormatVersion, Generation: gen, Run: run, DeclaredAt: now}
+	c := generation.Commit{Version: generation.CommitVersion, Generation: gen, Run: run, DeclaredAt: now}
+	if prev != nil {
+		c.Previous, c.PreviousGeneration = prev.Digest, prev.Generation
+	}
+	if o.ValidFor > 0 {
+		c.ExpiresAt = now.Add(o.ValidFor)
+	}
 	data, err = bundle.SignTOML(c, generation.CommitCtx(gen), m.Pair.Sign)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if err := m.Spool.Put(ctx, spool.CommitName(gen), data); err != nil {
 		if errors.Is(err, spool.ErrConflict) {
-			return "", &lostRace{gen: gen}
+			return nil, &lostRace{gen: gen}
 		}
-		return "", fmt.Errorf("commit generation %d: %w (it was not committed)", gen, err)
+		return nil, fmt.Errorf("commit generation %d: %w (it was not committed)", gen, err)
 	}
-	return run, nil
+	c.Digest = generation.Digest(data)
+	return &c, nil
 }
 
 // Sealing is CPU work and writing waits on the disk, so they run on

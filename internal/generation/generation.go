@@ -3,12 +3,20 @@
 // the per-node declaration bundle sealed to that node, and the manifest,
 // sealed to the mesh, that records what was assigned to whom so that the
 // next declare can diff against it and report can tell assigned nodes from
-// ineligible and unassigned ones.
+// ineligible and unassigned ones. It also owns a mesh's history (history.go):
+// each commit names the digest of the commit before it, so a generation has
+// exactly one history, and a commit that does not verify is skipped, never
+// obeyed.
+//
+// internal/declare writes these documents and internal/apply reads them;
+// internal/declaration is the language they are resolved from.
 package generation
 
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -19,8 +27,15 @@ import (
 	"github.com/muster-tool/muster/spool"
 )
 
-// FormatVersion is the version of every document in this package.
+// FormatVersion is the version of every document in this package but the
+// commit.
 const FormatVersion = 1
+
+// CommitVersion is the version of the commit. Version 2 commits name the
+// commit they follow (Previous), so a version 2 commit without one is a
+// mesh's first; version 1 commits predate the history and say nothing
+// about what came before them.
+const CommitVersion = 2
 
 // Commit is generation N's commit: public, signed by the mesh. It names the
 // declare run whose bundles make up the generation and holds no host names
@@ -30,6 +45,27 @@ type Commit struct {
 	Generation uint64    `toml:"generation"`
 	Run        string    `toml:"run"`
 	DeclaredAt time.Time `toml:"declared_at"`
+	// Previous is the digest of the commit this one follows, the commit
+	// of PreviousGeneration (the newest before it when it was declared),
+	// so that a generation has exactly one history. Both are empty in a
+	// mesh's first commit, and in commits made before muster kept a
+	// history.
+	Previous           string `toml:"previous,omitempty"`
+	PreviousGeneration uint64 `toml:"previous_generation,omitzero"`
+	// ExpiresAt, when set (declare --valid-for), is when the generation
+	// stops being current: a host past it still enforces it, but reports
+	// a failed line saying it expired (see Expired).
+	ExpiresAt time.Time `toml:"expires_at,omitempty"`
+
+	// Digest is the digest of the commit object's bytes, what the next
+	// commit names as Previous. It is computed when the commit is read,
+	// never stored in it.
+	Digest string `toml:"-"`
+}
+
+// Expired reports whether the commit carries an expiry that now is past.
+func (c *Commit) Expired(now time.Time) bool {
+	return !c.ExpiresAt.IsZero() && now.After(c.ExpiresAt)
 }
 
 // NodeDeclaration is what one node receives for one generation.
@@ -120,20 +156,69 @@ func Committed(ctx context.Context, sp spool.Spool) ([]uint64, error) {
 	return gens, err
 }
 
-// ReadCommit reads and verifies generation gen's commit.
+// ReadCommit reads and verifies generation gen's commit. An error that is
+// not about reaching the spool wraps ErrUnverified: the object is junk to
+// skip (see History), never to obey.
 func ReadCommit(ctx context.Context, sp spool.Spool, gen uint64, mesh ed25519.PublicKey) (*Commit, error) {
-	data, err := sp.Get(ctx, spool.CommitName(gen), 1<<16)
+	data, err := sp.Get(ctx, spool.CommitName(gen), MaxCommit)
+	if errors.Is(err, spool.ErrTooLarge) {
+		return nil, &unverified{fmt.Errorf("commit of generation %d: %w", gen, err)}
+	}
 	if err != nil {
 		return nil, err
 	}
+	return OpenCommit(data, gen, mesh)
+}
+
+// MaxCommit bounds the size of a commit object.
+const MaxCommit = 1 << 16
+
+// OpenCommit verifies the bytes of generation gen's commit against the
+// mesh's signing key and decodes them. Its errors wrap ErrUnverified.
+func OpenCommit(data []byte, gen uint64, mesh ed25519.PublicKey) (*Commit, error) {
 	var c Commit
 	if err := bundle.OpenSignedTOML(data, CommitCtx(gen), mesh, &c); err != nil {
-		return nil, fmt.Errorf("commit of generation %d: %w", gen, err)
+		return nil, &unverified{fmt.Errorf("commit of generation %d: %w", gen, err)}
 	}
 	if c.Generation != gen {
-		return nil, fmt.Errorf("commit of generation %d names generation %d", gen, c.Generation)
+		return nil, &unverified{fmt.Errorf("commit of generation %d names generation %d", gen, c.Generation)}
 	}
+	if c.Version != 1 && c.Version != CommitVersion {
+		return nil, &unverified{fmt.Errorf("commit of generation %d has version %d, which this muster does not know", gen, c.Version)}
+	}
+	if (c.Previous == "") != (c.PreviousGeneration == 0) || c.PreviousGeneration >= gen {
+		return nil, &unverified{fmt.Errorf("commit of generation %d follows generation %d with digest %q", gen, c.PreviousGeneration, c.Previous)}
+	}
+	c.Digest = Digest(data)
 	return &c, nil
+}
+
+// Digest is how a commit is named in the history: the SHA-256 of the
+// object's bytes.
+func Digest(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// ShortDigest shortens a digest for messages: the algorithm and 12 hex
+// digits, as much as a person compares by eye.
+func ShortDigest(d string) string {
+	if len(d) > len("sha256:")+12 {
+		return d[:len("sha256:")+12]
+	}
+	return d
+}
+
+// ErrUnverified is wrapped by the errors of commits that fail
+// verification: a foreign signature, a damaged object, a commit filed
+// under another generation's name.
+var ErrUnverified = errors.New("commit does not verify")
+
+type unverified struct{ err error }
+
+func (e *unverified) Error() string { return e.err.Error() }
+func (e *unverified) Unwrap() []error {
+	return []error{e.err, ErrUnverified}
 }
 
 // ErrNoGeneration means nothing has been declared yet.

@@ -54,6 +54,10 @@ type Mesh struct {
 // Public returns the mesh's public keys.
 func (m *Mesh) Public() keys.Public { return m.Pair.Public() }
 
+// Verifier returns the key the mesh signs with, against which its
+// commits, manifests and repository indexes are verified.
+func (m *Mesh) Verifier() ed25519.PublicKey { return m.Pair.Sign.Public().(ed25519.PublicKey) }
+
 func keysContext() bundle.Context { return bundle.Context{Kind: "mesh-keys", Name: KeysObject} }
 
 // Init creates a new mesh in dir and publishes its public keys in the spool

@@ -31,7 +31,7 @@ const FormatVersion = 1
 
 // Where the repository lives in the spool.
 const (
-	IndexPrefix = spool.RepoPrefix + "index/"
+	IndexPrefix = spool.RepoIndexPrefix
 	PoolPrefix  = spool.RepoPrefix + "pool/"
 )
 

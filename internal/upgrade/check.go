@@ -162,33 +162,34 @@ func SelfCheck(ctx context.Context, cfg *host.Config, id *host.Identity) (*Check
 		return nil, err
 	}
 	nodeID := id.NodeID()
-	gens, err := generation.Committed(ctx, sp)
+	hist, err := generation.LoadHistory(ctx, sp, meshSign)
 	if err != nil {
 		return nil, err
 	}
 	res := &Checked{}
-	for _, g := range gens {
-		c, err := generation.ReadCommit(ctx, sp, g, meshSign)
-		if err != nil {
-			return nil, fault.New(fault.Refused, err)
-		}
+	// Commits that do not verify are skipped, as apply skips them.
+	err = hist.Each(ctx, func(c *generation.Commit) (bool, error) {
+		g := c.Generation
 		name := spool.DeclName(g, c.Run, nodeID)
 		data, err := sp.Get(ctx, name, 0)
 		if errors.Is(err, spool.ErrNotFound) {
-			continue
+			return true, nil
 		}
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		var nd generation.NodeDeclaration
 		if err := bundle.OpenTOML(data, generation.DeclCtx(g, c.Run, nodeID), id.Pair.Age, meshSign, &nd); err != nil {
-			return nil, fault.New(fault.Refused, fmt.Errorf("declaration %s refused: %w", name, err))
+			return false, fault.New(fault.Refused, fmt.Errorf("declaration %s refused: %w", name, err))
 		}
 		if nd.NodeID != nodeID || nd.Generation != g {
-			return nil, fault.Refusedf("declaration %s refused: it is addressed to node %s, generation %d", name, nd.NodeID, nd.Generation)
+			return false, fault.Refusedf("declaration %s refused: it is addressed to node %s, generation %d", name, nd.NodeID, nd.Generation)
 		}
 		res.Generation, res.Resources = g, len(nd.Resources)
-		break
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	ix, err := repo.Newest(ctx, sp, meshSign)
 	if err != nil {
