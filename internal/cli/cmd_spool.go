@@ -57,7 +57,9 @@ muster-spool(5)). Nothing is ever overwritten or deleted, so syncing both ways
 merges two copies of a spool that both grew into their union.
 
 Objects are matched by name and size without reading them (--check compares
-the content of objects on both sides). Each copied object is read from SRC,
+the content of objects on both sides); commits, manifests, mesh keys,
+repository indexes and enrolment records are always compared by content, so
+two commits of one generation are a conflict even at the same size. Each copied object is read from SRC,
 checked to be a whole bundle by its header (a truncated copy is reported as
 damaged and not copied), written to DST and read back and compared (size and
 SHA-256). Temp files are never copied. Commits are copied last, so at DST a
@@ -207,13 +209,21 @@ signature and the name they were made for). In a directory spool, temp files
 older than an hour and files no object name maps to (such as partial files
 of an interrupted copy) are reported too.
 
-Prints one line per problem on stdout, "KIND OBJECT: DETAIL", where KIND is
-damaged, misfiled, unknown-prefix, bad-layout, size-mismatch, temp-file or
-stray; and exits 1 if there is any. With --json: {"version": 1, "spool",
-"objects", "bytes", "problems": [{"object", "kind", "detail"}]}.
+Commits and repository indexes must be signed by the mesh key the spool's
+mesh/keys publishes: one signed by another key, or a commit that does not
+verify, is foreign (junk the mesh and hosts skip; nothing is deleted). The
+commits' history is followed: a commit naming another commit than the spool
+holds for a generation, or passing over one, is a fork (two histories of
+the mesh merged).
 
-Verify catches truncated, padded and misfiled objects, not forged ones:
-hosts and the mesh refuse those when they open them with their keys.`,
+Prints one line per problem on stdout, "KIND OBJECT: DETAIL", where KIND is
+damaged, misfiled, unknown-prefix, bad-layout, size-mismatch, temp-file,
+stray, foreign, fork or no-mesh-keys; and exits 1 if there is any. With
+--json: {"version": 1, "spool", "objects", "bytes", "problems": [{"object",
+"kind", "detail"}]}.
+
+Sealed objects signed by another key only the hosts and the mesh can
+refuse, when they open them with their keys.`,
 		Examples: `muster spool verify --spool /media/usb/spool
 muster spool verify --json | jq -r '.problems[] | select(.kind == "damaged") | .object'`,
 		Global: []string{"spool"},

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/muster-tool/muster/internal/bundle"
+	"github.com/muster-tool/muster/internal/generation"
+	"github.com/muster-tool/muster/internal/keys"
 	"github.com/muster-tool/muster/internal/mesh"
 	"github.com/muster-tool/muster/spool"
 )
@@ -27,18 +28,38 @@ func runMuster(t *testing.T, args ...string) (code int, stdout, stderr string) {
 }
 
 // spoolWith makes a directory spool holding a signed bundle under each
-// name.
+// name: the real thing for mesh/keys and commits (each following the one
+// before), all signed by one mesh key.
 func spoolWith(t *testing.T, names ...string) (dir string, objs map[string][]byte) {
 	t.Helper()
-	_, key, _ := ed25519.GenerateKey(nil)
+	pair, err := keys.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := pair.Sign
 	dir = t.TempDir()
 	sp, err := spool.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	objs = map[string][]byte{}
+	var prev *generation.Commit
 	for _, n := range names {
-		b, err := bundle.Sign([]byte("payload "+n), bundle.Context{Kind: "test", Name: n}, key)
+		var b []byte
+		var err error
+		if gen, perr := spool.ParseCommitName(n); perr == nil {
+			c := generation.Commit{Version: generation.CommitVersion, Generation: gen, Run: "0123456789abcdef", DeclaredAt: time.Now().UTC()}
+			if prev != nil {
+				c.Previous, c.PreviousGeneration = prev.Digest, prev.Generation
+			}
+			b, err = bundle.SignTOML(c, generation.CommitCtx(gen), key)
+			c.Digest = generation.Digest(b)
+			prev = &c
+		} else if n == spool.MeshKeysName {
+			b, err = bundle.SignTOML(mesh.Published{Keys: pair.Public(), Created: time.Now().UTC()}, bundle.Context{Kind: "mesh-keys", Name: n}, key)
+		} else {
+			b, err = bundle.Sign([]byte("payload "+n), bundle.Context{Kind: "test", Name: n}, key)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,9 +31,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/muster-tool/muster/internal/bundle"
 	"github.com/muster-tool/muster/internal/fault"
 	"github.com/muster-tool/muster/internal/generation"
+	"github.com/muster-tool/muster/internal/mesh"
 	"github.com/muster-tool/muster/spool"
 )
 
@@ -189,14 +189,7 @@ func publishedKey(ctx context.Context, sp spool.Spool) (ed25519.PublicKey, error
 	if err != nil {
 		return nil, fmt.Errorf("read the mesh's public keys: %w", err)
 	}
-	h, err := bundle.Inspect(data)
-	if err != nil {
-		return nil, fmt.Errorf("object %s: %w", spool.MeshKeysName, err)
-	}
-	if h.Mode != bundle.Signed || h.Context.Name != spool.MeshKeysName {
-		return nil, fmt.Errorf("object %s is not the mesh's signed public keys", spool.MeshKeysName)
-	}
-	return h.Signer, nil
+	return mesh.PublishedSigner(data)
 }
 
 // LostRuns selects the decl/ and manifest/ objects of declare runs that

@@ -198,6 +198,28 @@ func FetchPublished(ctx context.Context, sp spool.Spool, pinned keys.Public) (*P
 	return &pub, nil
 }
 
+// PublishedSigner returns the signing key a spool's mesh/keys object
+// publishes, given its bytes, checking that the object is signed by that
+// very key: the mesh's key, as far as anyone without the mesh directory
+// can tell. Commits and repository indexes are signed by it.
+func PublishedSigner(data []byte) (ed25519.PublicKey, error) {
+	h, err := bundle.Inspect(data)
+	if err != nil {
+		return nil, fmt.Errorf("object %s: %w", KeysObject, err)
+	}
+	if h.Mode != bundle.Signed || h.Context.Name != KeysObject {
+		return nil, fmt.Errorf("object %s is not the mesh's signed public keys", KeysObject)
+	}
+	var pub Published
+	if err := bundle.OpenSignedTOML(data, keysContext(), h.Signer, &pub); err != nil {
+		return nil, fmt.Errorf("object %s: %w", KeysObject, err)
+	}
+	if v, err := pub.Keys.Verifier(); err != nil || !v.Equal(h.Signer) {
+		return nil, fmt.Errorf("object %s is not signed by the key it publishes", KeysObject)
+	}
+	return h.Signer, nil
+}
+
 // VerifyPublished checks the bytes of a mesh/keys object against a pinned
 // mesh fingerprint (carried by hand in an enrolment token): the keys must
 // have that fingerprint and the object must be signed by them.

@@ -3,14 +3,19 @@
 // by its header (bundle.Inspect), and that nothing else lies in a directory
 // spool but temp files of writes in progress. It needs no key, so anyone
 // holding a copy of the spool (a USB stick, a mirror) can check it; it
-// catches truncated, padded and misfiled objects, not forged ones, which
-// only the readers holding keys can refuse. Object is also the check spool
-// sync applies before copying, so damage does not spread.
+// catches truncated, padded and misfiled objects. Of the public objects
+// (commits, repository indexes) it also checks the signer against the
+// mesh's key as the spool's mesh/keys publishes it, and the history the
+// commits form: junk signed by another key and forks (two histories of the
+// mesh merged) are listed. Forged sealed objects only the readers holding
+// keys can refuse. Object is also the check spool sync applies before
+// copying, so damage does not spread.
 package spoolcheck
 
 import (
 	"cmp"
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -24,6 +29,8 @@ import (
 
 	"github.com/muster-tool/muster/internal/atomicfile"
 	"github.com/muster-tool/muster/internal/bundle"
+	"github.com/muster-tool/muster/internal/generation"
+	"github.com/muster-tool/muster/internal/mesh"
 	"github.com/muster-tool/muster/spool"
 )
 
@@ -44,6 +51,9 @@ const (
 	SizeMismatch  = "size-mismatch"  // the object's size changed between listing and reading
 	TempFile      = "temp-file"      // a temp file older than TempAge
 	Stray         = "stray"          // a file no object can be (directory spools)
+	Foreign       = "foreign"        // a public object not signed by the mesh's key, or a commit that does not verify
+	Fork          = "fork"           // a commit whose history is not the one the spool's other commits form
+	NoMeshKeys    = "no-mesh-keys"   // mesh/keys is missing or does not verify: signers and forks were not checked
 )
 
 // Problem is one thing wrong in a spool.
@@ -97,6 +107,7 @@ func Verify(ctx context.Context, sp spool.Spool, opts Options) (Report, error) {
 		wg       sync.WaitGroup
 		firstErr error
 		next     = make(chan spool.Info)
+		signed   []signedObject
 	)
 	add := func(p Problem) {
 		mu.Lock()
@@ -134,8 +145,15 @@ func Verify(ctx context.Context, sp spool.Spool, opts Options) (Report, error) {
 					add(Problem{Object: info.Name, Kind: SizeMismatch, Detail: fmt.Sprintf("listed with %d bytes, read %d: it is being written in place, or was changed", info.Size, len(data))})
 					continue
 				}
-				if err := Object(info.Name, data); err != nil {
+				h, err := object(info.Name, data)
+				if err != nil {
 					add(Problem{Object: info.Name, Kind: kindOf(err), Detail: err.Error()})
+					continue
+				}
+				if h != nil && h.Mode == bundle.Signed {
+					mu.Lock()
+					signed = append(signed, signedObject{name: info.Name, signer: h.Signer, data: keepIfSmall(info.Name, data)})
+					mu.Unlock()
 				}
 			}
 		})
@@ -156,6 +174,7 @@ feed:
 	if err := ctx.Err(); err != nil {
 		return rep, err
 	}
+	rep.Problems = append(rep.Problems, history(signed)...)
 	if d, ok := sp.(*spool.Dir); ok {
 		ps, err := dirProblems(ctx, d, opts.TempAge)
 		if err != nil {
@@ -193,20 +212,96 @@ func kindOf(err error) string {
 // Object checks that data is a whole bundle by its header and structure,
 // as bundle.Inspect does without keys, and that a signed bundle was made
 // for this name. Objects under repo/ are package repository files, not
-// bundles, and are not checked. Its errors do not name the object: the
-// caller does.
+// bundles, and are not checked, but for the signed indexes. Its errors do
+// not name the object: the caller does.
 func Object(name string, data []byte) error {
-	if strings.HasPrefix(name, spool.RepoPrefix) {
-		return nil
+	_, err := object(name, data)
+	return err
+}
+
+// object is Object, returning the header it read (nil for a repository
+// file that is not a bundle).
+func object(name string, data []byte) (*bundle.Header, error) {
+	if strings.HasPrefix(name, spool.RepoPrefix) && !strings.HasPrefix(name, spool.RepoIndexPrefix) {
+		return nil, nil
 	}
 	h, err := bundle.Inspect(data)
 	if err != nil {
-		return problem(Damaged, "%v", err)
+		return nil, problem(Damaged, "%v", err)
 	}
 	if h.Mode == bundle.Signed && h.Context.Name != "" && h.Context.Name != name {
-		return problem(Misfiled, "a bundle signed for object %s, not this one", h.Context.Name)
+		return nil, problem(Misfiled, "a bundle signed for object %s, not this one", h.Context.Name)
+	}
+	return &h, nil
+}
+
+// signedObject is a public object's signer, and its bytes when the history
+// check needs them (mesh/keys and commits, which are small).
+type signedObject struct {
+	name   string
+	signer ed25519.PublicKey
+	data   []byte
+}
+
+func keepIfSmall(name string, data []byte) []byte {
+	if name == spool.MeshKeysName || strings.HasPrefix(name, spool.CommitPrefix) {
+		return data
 	}
 	return nil
+}
+
+// history checks the public objects against the mesh's key as mesh/keys
+// publishes it: an object signed by another key, or a commit that does
+// not verify, is foreign (muster skips it); a commit whose history passes
+// over or replaces another commit the spool holds is a fork.
+func history(signed []signedObject) []Problem {
+	var key ed25519.PublicKey
+	var keysErr error = errors.New("the spool has no mesh/keys object")
+	for _, o := range signed {
+		if o.name == spool.MeshKeysName {
+			key, keysErr = mesh.PublishedSigner(o.data)
+		}
+	}
+	if keysErr != nil {
+		var n int
+		for _, o := range signed {
+			if o.name != spool.MeshKeysName {
+				n++
+			}
+		}
+		if n == 0 {
+			return nil
+		}
+		return []Problem{{Object: spool.MeshKeysName, Kind: NoMeshKeys,
+			Detail: fmt.Sprintf("%v: the signers of %d public objects and the history of the commits were not checked", keysErr, n)}}
+	}
+	var out []Problem
+	var commits []*generation.Commit
+	for _, o := range signed {
+		if o.name == spool.MeshKeysName {
+			continue
+		}
+		if !o.signer.Equal(key) {
+			out = append(out, Problem{Object: o.name, Kind: Foreign,
+				Detail: fmt.Sprintf("signed by key %x, not by the mesh's key %x that mesh/keys publishes: muster skips it and never deletes it", []byte(o.signer), []byte(key))})
+			continue
+		}
+		gen, err := spool.ParseCommitName(o.name)
+		if err != nil {
+			continue
+		}
+		c, err := generation.OpenCommit(o.data, gen, key)
+		if err != nil {
+			out = append(out, Problem{Object: o.name, Kind: Foreign, Detail: fmt.Sprintf("%v: muster skips it", err)})
+			continue
+		}
+		commits = append(commits, c)
+	}
+	for _, f := range generation.ForksOf(commits) {
+		out = append(out, Problem{Object: spool.CommitName(f.Generation), Kind: Fork,
+			Detail: f.String() + "; hosts that applied one refuse the other: sync the copy holding the history the mesh keeps, and see muster-declare(1), ONE HISTORY"})
+	}
+	return out
 }
 
 // layout lists each known prefix with the number of segments below it and

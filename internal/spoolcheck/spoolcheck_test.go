@@ -12,26 +12,52 @@ import (
 	"filippo.io/age"
 
 	"github.com/muster-tool/muster/internal/bundle"
+	"github.com/muster-tool/muster/internal/generation"
+	"github.com/muster-tool/muster/internal/keys"
+	"github.com/muster-tool/muster/internal/mesh"
 	"github.com/muster-tool/muster/internal/spoolcheck"
 	"github.com/muster-tool/muster/internal/testutil/s3server"
 	"github.com/muster-tool/muster/spool"
 )
 
 type maker struct {
-	key ed25519.PrivateKey
-	to  age.Recipient
+	pair *keys.Pair
+	key  ed25519.PrivateKey
+	to   age.Recipient
 }
 
 func newMaker(t *testing.T) *maker {
-	_, key, err := ed25519.GenerateKey(nil)
+	pair, err := keys.Generate()
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := age.GenerateX25519Identity()
+	return &maker{pair, pair.Sign, pair.Age.Recipient()}
+}
+
+// meshKeys is a real mesh/keys object publishing the maker's keys.
+func (m *maker) meshKeys(t *testing.T) []byte {
+	t.Helper()
+	b, err := bundle.SignTOML(mesh.Published{Keys: m.pair.Public(), Created: time.Now().UTC()}, bundle.Context{Kind: "mesh-keys", Name: spool.MeshKeysName}, m.key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &maker{key, id.Recipient()}
+	return b
+}
+
+// commit is a real commit of generation gen following prev (nil: the
+// first), signed by key.
+func (m *maker) commit(t *testing.T, key ed25519.PrivateKey, gen uint64, prev *generation.Commit, run string) (*generation.Commit, []byte) {
+	t.Helper()
+	c := generation.Commit{Version: generation.CommitVersion, Generation: gen, Run: run, DeclaredAt: time.Now().UTC()}
+	if prev != nil {
+		c.Previous, c.PreviousGeneration = prev.Digest, prev.Generation
+	}
+	b, err := bundle.SignTOML(c, generation.CommitCtx(gen), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Digest = generation.Digest(b)
+	return &c, b
 }
 
 func (m *maker) signed(t *testing.T, name string) []byte {
@@ -167,8 +193,9 @@ func TestVerifyDirectorySpool(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	put("mesh/keys", m.signed(t, "mesh/keys"))
-	put(spool.CommitName(1), m.signed(t, spool.CommitName(1)))
+	put("mesh/keys", m.meshKeys(t))
+	_, c1 := m.commit(t, m.key, 1, nil, "r1")
+	put(spool.CommitName(1), c1)
 	put(spool.DeclName(1, "r1", "n1"), m.sealed(t, spool.DeclName(1, "r1", "n1")))
 	put(spool.ReportName("n1", 1, 1), m.sealed(t, spool.ReportName("n1", 1, 1)))
 	truncated := spool.ReportName("n1", 1, 2)
@@ -218,6 +245,70 @@ func TestVerifyDirectorySpool(t *testing.T) {
 	}
 	if rep.Objects != 6 {
 		t.Errorf("Verify counted %d objects, want 6", rep.Objects)
+	}
+}
+
+// The story: a stray commit with a high generation, signed by another key,
+// is dropped into a shared spool, and two copies of one mesh's spool that
+// each grew a generation 3 are merged. Verify lists the junk as foreign and
+// names the fork; it deletes nothing.
+func TestVerifyNamesForeignObjectsAndForks(t *testing.T) {
+	m := newMaker(t)
+	rogue := newMaker(t)
+	d, err := spool.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(name string, data []byte) {
+		if err := d.Put(t.Context(), name, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(spool.MeshKeysName, m.meshKeys(t))
+	c1, b1 := m.commit(t, m.key, 1, nil, "r1")
+	c2, b2 := m.commit(t, m.key, 2, c1, "r2")
+	_, b3 := m.commit(t, m.key, 3, c2, "r3")
+	other3, _ := m.commit(t, m.key, 3, c2, "r3-other-copy")
+	_, b4 := m.commit(t, m.key, 4, other3, "r4-other-copy")
+	_, junk := m.commit(t, rogue.key, 99999, c2, "junk")
+	for g, b := range map[uint64][]byte{1: b1, 2: b2, 3: b3, 4: b4, 99999: junk} {
+		put(spool.CommitName(g), b)
+	}
+	index := spool.RepoIndexPrefix + spool.SeqName(7)
+	put(index, rogue.signed(t, index))
+	rep, err := spoolcheck.Verify(t.Context(), d, spoolcheck.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range rep.Problems {
+		got = append(got, p.Kind+" "+p.Object)
+	}
+	want := []string{
+		"fork " + spool.CommitName(4),
+		"foreign " + spool.CommitName(99999),
+		"foreign " + index,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("Verify found:\n\t%s\nwant:\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+	}
+	fork := rep.Problems[0].Detail
+	for _, w := range []string{generation.ShortDigest(other3.Digest), "generation 3", "two histories"} {
+		if !strings.Contains(fork, w) {
+			t.Errorf("fork detail %q does not say %q", fork, w)
+		}
+	}
+	if _, err := d.Stat(t.Context(), spool.CommitName(99999)); err != nil {
+		t.Errorf("verify removed the junk: %v", err)
+	}
+	// Without mesh/keys, nothing can be checked against the mesh's key,
+	// and verify says so instead of passing it.
+	if err := d.Delete(t.Context(), spool.MeshKeysName); err != nil {
+		t.Fatal(err)
+	}
+	rep, _ = spoolcheck.Verify(t.Context(), d, spoolcheck.Options{})
+	if len(rep.Problems) != 1 || rep.Problems[0].Kind != spoolcheck.NoMeshKeys {
+		t.Errorf("without mesh/keys: %v", rep.Problems)
 	}
 }
 
