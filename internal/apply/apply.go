@@ -232,7 +232,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	rep := &report.Report{
 		Version: report.FormatVersion, Node: o.Config.Node, NodeID: nodeID, Generation: gen,
-		Start: start.UTC(), End: o.Now().UTC(), Muster: o.Version, NewestSeen: f.newest,
+		Start: start.UTC(), End: o.Now().UTC(), Muster: o.Version, NewestSeen: f.newest, Commit: commit.Digest,
 		Lines: lines, Notes: notes, Ledger: newLedger.Entries(),
 	}
 	res.Generation, res.Report = gen, rep

@@ -247,7 +247,15 @@ func totalsLine(v *report.View, now time.Time) string {
 	if t.Decommissioned > 0 {
 		parts = append(parts, fmt.Sprintf("%d decommissioned", t.Decommissioned))
 	}
-	return fmt.Sprintf("%s, declared %s\n%s: %s", gen, when(v.DeclaredAt, now), plural(t.Nodes, "node"), strings.Join(parts, ", "))
+	declared := "declared " + when(v.DeclaredAt, now)
+	switch {
+	case v.ExpiresAt.IsZero():
+	case now.After(v.ExpiresAt):
+		declared += ", expired " + when(v.ExpiresAt, now)
+	default:
+		declared += ", valid until " + when(v.ExpiresAt, now)
+	}
+	return fmt.Sprintf("%s, %s\n%s: %s", gen, declared, plural(t.Nodes, "node"), strings.Join(parts, ", "))
 }
 
 // detail is why a node stands where it does, in one line.

@@ -53,6 +53,18 @@ func LoadHistory(ctx context.Context, sp spool.Spool, mesh ed25519.PublicKey) (*
 	return &History{sp: sp, mesh: mesh, listed: gens, read: map[uint64]*Commit{}, junk: map[uint64]bool{}}, nil
 }
 
+// HistoryOf is a History of commits already read and verified, such as a
+// cache holds; it reads nothing from a spool.
+func HistoryOf(commits []*Commit) *History {
+	h := &History{read: make(map[uint64]*Commit, len(commits)), junk: map[uint64]bool{}}
+	for _, c := range commits {
+		h.read[c.Generation] = c
+		h.listed = append(h.listed, c.Generation)
+	}
+	slices.SortFunc(h.listed, func(a, b uint64) int { return cmp.Compare(b, a) })
+	return h
+}
+
 // Listed returns the generations that have a commit object, verified or
 // not, newest first.
 func (h *History) Listed() []uint64 { return h.listed }
@@ -64,7 +76,7 @@ func (h *History) Commit(ctx context.Context, gen uint64) (*Commit, error) {
 	if c, ok := h.read[gen]; ok {
 		return c, nil
 	}
-	if h.junk[gen] {
+	if h.junk[gen] || h.sp == nil {
 		return nil, nil
 	}
 	c, err := ReadCommit(ctx, h.sp, gen, h.mesh)

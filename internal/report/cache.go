@@ -32,7 +32,7 @@ import (
 // cacheVersion changes whenever cacheData, its layout or the meaning of a
 // fact changes; an older file is then rebuilt. Versions 1 and 2 were
 // written with encoding/gob.
-const cacheVersion = 3
+const cacheVersion = 4
 
 const cacheMagic = "muster report cache\n"
 
@@ -53,8 +53,12 @@ type cacheData struct {
 
 // commitFact is a verified commit.
 type commitFact struct {
-	Run        string
-	DeclaredAt time.Time
+	Run                string
+	DeclaredAt         time.Time
+	Digest             string
+	Previous           string
+	PreviousGeneration uint64
+	ExpiresAt          time.Time
 }
 
 // manifestFact is what report needs of a verified manifest, with names and
@@ -100,6 +104,9 @@ type reportFact struct {
 	// facts, than two time.Times.
 	Start, End int64
 	Muster     string
+	// Commit is the digest of the commit the host applied (empty in
+	// reports of hosts that did not say).
+	Commit string
 }
 
 func unixNano(t time.Time) int64 {

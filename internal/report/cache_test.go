@@ -59,7 +59,7 @@ func TestCacheSecondRunReadsNothingOld(t *testing.T) {
 
 	s = f.load(true)
 	second := jsonOf(t, f.view(s, 0, Selection{All: true}))
-	if got := f.sp.take(); len(got) != 0 {
+	if got := f.sp.takeData(); len(got) != 0 {
 		t.Errorf("the second run read %q, want nothing", got)
 	}
 	if second != want {
@@ -73,7 +73,7 @@ func TestCacheSecondRunReadsNothingOld(t *testing.T) {
 	newReport := f.reportOK(ids["laptop"], 1, 1, t0.Add(5*time.Hour))
 	f.brief(ids["db-1"], 2, t0.Add(5*time.Hour), "free-root")
 	v := f.view(f.load(true), 0, Selection{All: true})
-	got := f.sp.take()
+	got := f.sp.takeData()
 	wantGets := []string{"brief/" + ids["db-1"].NodeID + "/00000000000000000002", newReport}
 	if strings.Join(got, " ") != strings.Join(wantGets, " ") {
 		t.Errorf("the third run read %q, want only the new objects %q", got, wantGets)
@@ -129,7 +129,7 @@ func TestCacheRebuilt(t *testing.T) {
 			}
 			// Rebuilt: the next run reads nothing.
 			f.load(true)
-			if got := f.sp.take(); len(got) != 0 {
+			if got := f.sp.takeData(); len(got) != 0 {
 				t.Errorf("the run after the rebuild read %q", got)
 			}
 		})
@@ -146,7 +146,7 @@ func TestCacheKeepsFactsNotTrust(t *testing.T) {
 	f.sp.take()
 	f.revoke(ids["web-2"], t0.Add(4*time.Hour), "stolen laptop")
 	v := f.view(f.load(true), 1, Selection{All: true})
-	if got := f.sp.take(); len(got) != 0 {
+	if got := f.sp.takeData(); len(got) != 0 {
 		t.Errorf("read %q, want nothing", got)
 	}
 	if st := find(v, "web-2").Status; st != Decommissioned {
@@ -232,7 +232,7 @@ func TestCacheConcurrentRuns(t *testing.T) {
 	}
 	f.sp.take()
 	s := f.load(true)
-	if len(s.Warnings) != 0 || len(f.sp.take()) != 0 {
+	if len(s.Warnings) != 0 || len(f.sp.takeData()) != 0 {
 		t.Errorf("after concurrent runs: warnings %q", s.Warnings)
 	}
 	ents, _ := os.ReadDir(f.cacheDir())
@@ -262,7 +262,7 @@ func TestCacheSizes(t *testing.T) {
 	if got := jsonOf(t, f.view(f.load(true), 0, Selection{All: true})); got != want {
 		t.Errorf("listed with sizes:\n%s\nwant:\n%s", got, want)
 	}
-	if got := f.sp.take(); len(got) != 0 {
+	if got := f.sp.takeData(); len(got) != 0 {
 		t.Errorf("listed with sizes, the cached run read %q, want nothing", got)
 	}
 
@@ -278,12 +278,12 @@ func TestCacheSizes(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.m.Spool = names
-	if find(f.view(f.load(true), 1, Selection{}), "web-2").Status != Applied || len(f.sp.take()) != 0 {
+	if find(f.view(f.load(true), 1, Selection{}), "web-2").Status != Applied || len(f.sp.takeData()) != 0 {
 		t.Error("listed by name, a known report was read again")
 	}
 	f.m.Spool = listOnly{f.sp}
 	v := f.view(f.load(true), 1, Selection{})
-	if got := f.sp.take(); strings.Join(got, " ") != name {
+	if got := f.sp.takeData(); strings.Join(got, " ") != name {
 		t.Errorf("listed with sizes, the run read %q, want the changed %s", got, name)
 	}
 	if find(v, "web-2").Status != Outstanding || len(v.Refused) != 1 || v.Refused[0].Name != name {

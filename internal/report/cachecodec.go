@@ -66,6 +66,10 @@ func appendCache(b []byte, c *cacheData) []byte {
 		e.Uint(g)
 		e.Str(f.Run)
 		e.time(f.DeclaredAt)
+		e.Str(f.Digest)
+		e.Str(f.Previous)
+		e.Uint(f.PreviousGeneration)
+		e.time(f.ExpiresAt)
 	}
 	e.Uint(uint64(len(c.Manifests)))
 	for g, m := range c.Manifests {
@@ -137,6 +141,7 @@ func (e *cacheEncoder) node(nf *nodeFacts) {
 		e.Int(f.Start)
 		e.Int(f.End)
 		e.Str(f.Muster)
+		e.Str(f.Commit)
 	}
 	if b := nf.Brief; b == nil {
 		e.Uint(0)
@@ -160,11 +165,11 @@ func (e *cacheEncoder) node(nf *nodeFacts) {
 // The fewest bytes each element takes, which bound the count of a list
 // read from what is left of the input.
 const (
-	minCommit   = 4  // generation, run, seconds, nanoseconds
+	minCommit   = 8  // generation, run, seconds, nanoseconds, digest, previous, its generation, expiry
 	minManifest = 6  // generation, run, four lists
 	minLedger   = 33 // sum, length
 	minNode     = 5  // id, signer, reports, brief, ledger
-	minReport   = 11 // one byte a field
+	minReport   = 12 // one byte a field
 	minLine     = 4
 )
 
@@ -199,7 +204,7 @@ func decodeCache(s string) (*cacheData, error) {
 	c.Commits = make(map[uint64]commitFact, n)
 	for range n {
 		g := d.Uint()
-		f := commitFact{Run: d.Str(), DeclaredAt: d.time()}
+		f := commitFact{Run: d.Str(), DeclaredAt: d.time(), Digest: d.Str(), Previous: d.Str(), PreviousGeneration: d.Uint(), ExpiresAt: d.time()}
 		if _, dup := c.Commits[g]; dup && d.Err == nil {
 			d.Failf("listed twice")
 		}
@@ -387,4 +392,5 @@ func (d *cacheDecoder) report(f *reportFact) {
 	f.Start = d.Int()
 	f.End = d.Int()
 	f.Muster = d.Str()
+	f.Commit = d.Str()
 }

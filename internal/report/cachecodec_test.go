@@ -243,7 +243,7 @@ func TestCacheCodecRefusesDamage(t *testing.T) {
 		{"string index", append(head, 1, 1, 'x', 0, 1, 9, 0, 1, 0, 1, 1, 0, 0, 0, 0), "manifest of generation 9: string 1, but the cache holds 1"},
 		{"names and ids", append(head, 1, 1, 'x', 0, 1, 9, 0, 1, 0, 0, 0, 0, 0, 0), "manifest of generation 9: 1 node names but 0 node ids"},
 		{"nanoseconds", append(head, 0, 1, 3, 0, 0, 0x80, 0x94, 0xeb, 0xdc, 0x03, 0, 0, 0), "commit of generation 3: a time of 1000000000 nanoseconds"},
-		{"twice", append(head, 0, 2, 3, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0), "commit of generation 3: listed twice"},
+		{"twice", append(head, 0, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), "commit of generation 3: listed twice"},
 		{"flag", append(head, 0, 0, 0, 0, 1, 1, 'n', 0, 0, 2, 0), `node "n": a flag that is neither 0 nor 1`},
 		{"ledger", append(append(head, 0, 0, 0, 0, 1, 1, 'n', 0, 0, 0, 1, 1, 1), make([]byte, 32)...), `node "n": its recovery copy is ledger 0000`},
 	} {

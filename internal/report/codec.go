@@ -37,7 +37,7 @@ func Marshal(r *Report) []byte {
 
 // marshalSize estimates Marshal's output, to allocate it once.
 func marshalSize(r *Report) int {
-	n := 256 + len(r.Node) + len(r.NodeID) + len(r.Muster)
+	n := 256 + len(r.Node) + len(r.NodeID) + len(r.Muster) + len(r.Commit)
 	for _, s := range r.Notes {
 		n += len(s) + 4
 	}
@@ -61,6 +61,10 @@ func appendReport(b []byte, r *Report) []byte {
 	b = tomlfile.AppendString(append(b, "\nmuster = "...), r.Muster)
 	b = strconv.AppendUint(append(b, "\nnewest_seen = "...), r.NewestSeen, 10)
 	b = append(b, '\n')
+	if r.Commit != "" {
+		b = tomlfile.AppendString(append(b, "commit = "...), r.Commit)
+		b = append(b, '\n')
+	}
 	// An empty but present list of lines is an empty array; absent
 	// (nil), it is no key at all.
 	if r.Lines != nil && len(r.Lines) == 0 {
@@ -180,6 +184,7 @@ func (d *decoder) report() *Report {
 	d.lit("\nnewest_seen = ")
 	r.NewestSeen = d.uint()
 	d.lit("\n")
+	r.Commit = d.optional("commit = ")
 	if n := strings.Count(d.s[d.i:], "\n[[line]]\n"); n > 0 {
 		r.Lines = make([]outcome.Line, 0, n)
 	}

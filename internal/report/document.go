@@ -21,12 +21,22 @@ type jsonDoc struct {
 	Generation       uint64       `json:"generation"`
 	Run              string       `json:"run"`
 	DeclaredAt       time.Time    `json:"declared_at"`
+	Commit           string       `json:"commit"`
+	ExpiresAt        *time.Time   `json:"expires_at"`
 	NewestGeneration uint64       `json:"newest_generation"`
 	Manifest         bool         `json:"manifest"`
 	Totals           jsonTotals   `json:"totals"`
 	Nodes            []jsonNode   `json:"nodes"`
 	Refused          jsonRefused  `json:"refused"`
 	Flagged          []jsonObject `json:"flagged"`
+	Forks            []jsonFork   `json:"forks"`
+}
+
+type jsonFork struct {
+	Generation uint64 `json:"generation"`
+	At         uint64 `json:"at"`
+	Named      string `json:"named"`
+	Found      string `json:"found"`
 }
 
 type jsonTotals struct {
@@ -126,6 +136,15 @@ func WriteJSON(w io.Writer, v *View, all bool) error {
 			Reports: []jsonObject{},
 		},
 		Flagged: objectsJSON(v.Flagged),
+		Commit:  v.Commit,
+		Forks:   []jsonFork{},
+	}
+	if !v.ExpiresAt.IsZero() {
+		t := v.ExpiresAt.UTC()
+		doc.ExpiresAt = &t
+	}
+	for _, f := range v.Forks {
+		doc.Forks = append(doc.Forks, jsonFork{f.Generation, f.At, f.Named, f.Found})
 	}
 	if all {
 		doc.Refused.Reports = objectsJSON(v.Refused)

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -48,12 +49,13 @@ func goldenFixture(t *testing.T) *fixture {
 	return f
 }
 
-// normalize replaces the random node ids with stable names.
+// normalize replaces the random node ids and commit digests (of commits
+// signed by a new key every run) with stable names.
 func normalize(f *fixture, s string) string {
 	for id, ident := range f.reg.Identities {
 		s = strings.ReplaceAll(s, id, "nodeid-of-"+ident.Name)
 	}
-	return s
+	return regexp.MustCompile(`sha256:[0-9a-f]{64}`).ReplaceAllString(s, "sha256:digest-of-the-commit")
 }
 
 func golden(t *testing.T, name, got string) {

@@ -28,6 +28,10 @@ type Report struct {
 	Muster     string    `toml:"muster"`
 	// NewestSeen is the newest committed generation the host saw.
 	NewestSeen uint64 `toml:"newest_seen"`
+	// Commit is the digest of the commit of Generation the host applied,
+	// so the mesh can tell a node that applied another history's
+	// generation N from one that applied its own.
+	Commit string `toml:"commit,omitempty"`
 	// Lines: one per resource (ok = unchanged, changed, removed, failed)
 	// and per orphan, plus lines for the apply itself (e.g. an upgrade).
 	Lines []outcome.Line `toml:"line"`

@@ -65,8 +65,12 @@ type State struct {
 	gens    []uint64 // committed generations, oldest first
 	unknown []Object // reports filed under node ids no identity has
 	// Warnings are what did not stop the load but the operator should
-	// know: a cache rebuilt, a commit or manifest that was refused.
+	// know: a cache rebuilt, a commit or manifest that was refused, a
+	// fork.
 	Warnings []string
+	// Forks are the places where the spool holds two histories of the
+	// mesh (see generation.Fork).
+	Forks []generation.Fork
 	Stats    Stats
 }
 
@@ -106,6 +110,9 @@ func Load(ctx context.Context, m *mesh.Mesh, reg *enrol.Registry, o Options) (*S
 		s.strIdx[str] = uint32(i)
 	}
 	if err := s.loadCommits(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.checkHistory(ctx); err != nil {
 		return nil, err
 	}
 	kept, err := s.loadReports(ctx)
@@ -165,6 +172,25 @@ func (s *State) loadCommits(ctx context.Context) error {
 		return err
 	}
 	signer := s.mesh.Pair.Sign.Public().(ed25519.PublicKey)
+	// Commits are cached by generation: a spool restored from another
+	// copy under the same name may hold other ones. When no commit is new,
+	// the newest is read again, and if the spool no longer holds the one
+	// cached, none is trusted. (A new commit is read anyway, and one that
+	// does not follow the cached history is named as a fork.)
+	if len(gens) > 0 {
+		if f, ok := s.cache.Commits[gens[0]]; ok {
+			c, err := generation.ReadCommit(ctx, s.mesh.Spool, gens[0], signer)
+			if fatal(ctx, err) {
+				return err
+			}
+			if c == nil || c.Digest != f.Digest {
+				s.warnf("the commits in spool %s are not the ones the report cache holds (it was restored from another copy): reading them again", s.mesh.Spool)
+				s.cache.Commits = map[uint64]commitFact{}
+				s.cache.Manifests = map[uint64]manifestFact{}
+				s.dirty = true
+			}
+		}
+	}
 	seen := make(map[uint64]bool, len(gens))
 	for _, g := range gens {
 		seen[g] = true
@@ -180,11 +206,12 @@ func (s *State) loadCommits(ctx context.Context) error {
 		case fatal(ctx, err):
 			return err
 		default:
-			s.warnf("generation %d is left out: %v", g, err)
+			s.warnf("%s is skipped, it is not this mesh's: %v", spool.CommitName(g), err)
 			delete(seen, g)
 			continue
 		}
-		s.cache.Commits[g] = commitFact{Run: c.Run, DeclaredAt: c.DeclaredAt}
+		s.cache.Commits[g] = commitFact{Run: c.Run, DeclaredAt: c.DeclaredAt, Digest: c.Digest,
+			Previous: c.Previous, PreviousGeneration: c.PreviousGeneration, ExpiresAt: c.ExpiresAt}
 		s.Stats.CommitsRead++
 		s.dirty = true
 	}
@@ -206,6 +233,62 @@ func (s *State) loadCommits(ctx context.Context) error {
 	sort.Slice(s.gens, func(i, j int) bool { return s.gens[i] < s.gens[j] })
 	s.Stats.Commits = len(s.gens)
 	return nil
+}
+
+// checkHistory names the forks among the commits, and checks that the
+// spool's history reaches the newest generation this mesh committed (see
+// mesh.Head): a spool restored from an older copy, or another copy's
+// history, is named, not silently reported on.
+func (s *State) checkHistory(ctx context.Context) error {
+	commits := make([]*generation.Commit, 0, len(s.cache.Commits))
+	for g, f := range s.cache.Commits {
+		commits = append(commits, &generation.Commit{Generation: g, Run: f.Run, DeclaredAt: f.DeclaredAt, Digest: f.Digest,
+			Previous: f.Previous, PreviousGeneration: f.PreviousGeneration, ExpiresAt: f.ExpiresAt, Version: commitVersion(f)})
+	}
+	s.Forks = generation.ForksOf(commits)
+	for _, f := range s.Forks {
+		s.warnf("fork in spool %s: %s (muster spool verify lists it)", s.mesh.Spool, f)
+	}
+	head, err := s.mesh.Head()
+	if err != nil {
+		s.warnf("%v", err)
+		return nil
+	}
+	if head == nil {
+		return nil
+	}
+	hist := generation.HistoryOf(commits)
+	newest, _ := hist.Newest(ctx)
+	switch {
+	case newest == nil || newest.Generation < head.Generation:
+		s.warnf("spool %s is older than this mesh's history: this mesh committed generation %d (%s), and the spool's newest commit is older; sync the newer copy back into it",
+			s.mesh.Spool, head.Generation, generation.ShortDigest(head.Commit))
+		return nil
+	}
+	tr, err := hist.Trace(ctx, newest, head.Generation, head.Commit)
+	if err != nil {
+		return err
+	}
+	switch tr.Verdict {
+	case generation.Diverges:
+		s.warnf("spool %s holds another history of this mesh: its generation %d does not follow commit %s of generation %d, which this mesh committed",
+			s.mesh.Spool, newest.Generation, generation.ShortDigest(head.Commit), head.Generation)
+	case generation.Holds:
+		if newest.Generation > head.Generation {
+			_ = s.mesh.RecordHead(mesh.Head{Generation: newest.Generation, Commit: newest.Digest, CommittedAt: newest.DeclaredAt})
+		}
+	}
+	return nil
+}
+
+// commitVersion is the version of a cached commit: only version 2 commits
+// name the one they follow, so one without a predecessor after the first
+// generation is from before muster kept a history.
+func commitVersion(f commitFact) int {
+	if f.Previous != "" {
+		return generation.CommitVersion
+	}
+	return 1
 }
 
 // bound is the newest generation whose reports from id are usable: for a
@@ -500,6 +583,7 @@ func (s *State) readReport(ctx context.Context, id *enrol.Identity, gen, seq uin
 		f.Notes = append(f.Notes, strings.Clone(n))
 	}
 	f.Start, f.End, f.Muster = unixNano(r.Start), unixNano(r.End), strings.Clone(r.Muster)
+	f.Commit = strings.Clone(r.Commit)
 	return f, r.Ledger, nil
 }
 

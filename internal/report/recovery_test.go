@@ -66,7 +66,7 @@ func TestRecoveryCopies(t *testing.T) {
 	check(f.load(true))
 	f.sp.take()
 	check(f.load(true))
-	if got := f.sp.take(); len(got) != 0 {
+	if got := f.sp.takeData(); len(got) != 0 {
 		t.Errorf("recovery copies from the cache read %q", got)
 	}
 

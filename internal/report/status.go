@@ -96,6 +96,7 @@ const (
 	// Flagged: validly signed but claiming what cannot be, so not counted.
 	FlaggedNewer    = "newer"    // a generation newer than the newest committed
 	FlaggedMisfiled = "misfiled" // names another node, node id or generation than it is filed under
+	FlaggedFork     = "fork"     // applied another commit of its generation than the spool holds
 )
 
 // Totals count the nodes of a view by status.
@@ -135,6 +136,13 @@ type View struct {
 	Generation uint64
 	Run        string
 	DeclaredAt time.Time
+	// Commit is the digest of the generation's commit; ExpiresAt its
+	// expiry, zero if it has none.
+	Commit    string
+	ExpiresAt time.Time
+	// Forks are the places where the spool holds two histories of the
+	// mesh (State.Forks).
+	Forks []generation.Fork
 	Newest     uint64 // the newest committed generation
 	// Manifest is false when the generation's manifest could not be read:
 	// every eligible node is then taken as assigned.
@@ -186,7 +194,8 @@ func (s *State) Generation(ctx context.Context, gen uint64, sel Selection) (*Vie
 		return nil, err
 	}
 	s.save()
-	v := &View{Generation: gen, Run: c.Run, DeclaredAt: c.DeclaredAt, Newest: s.Newest(), Manifest: man != nil}
+	v := &View{Generation: gen, Run: c.Run, DeclaredAt: c.DeclaredAt, Commit: c.Digest, ExpiresAt: c.ExpiresAt, Forks: s.Forks,
+		Newest: s.Newest(), Manifest: man != nil}
 	for _, name := range s.reg.Names() {
 		n := s.reg.Nodes[name]
 		if !want(n) {
@@ -331,7 +340,7 @@ func (s *State) classify(gen uint64, c commitFact, man *manifestView, n *enrol.N
 		reports, brief = nf.Reports, nf.Brief
 	}
 	b := s.Newest()
-	ns.LastApplied = lastApplied(reports, b)
+	ns.LastApplied = lastApplied(reports, b, s.cache.Commits)
 	ns.LastContact = lastContact(reports, brief, b)
 	briefFails := brief != nil && len(brief.Failed) > 0
 	ineligible := func(why string) NodeStatus {
@@ -373,9 +382,13 @@ func (s *State) classify(gen uint64, c commitFact, man *manifestView, n *enrol.N
 		}
 		return ns
 	}
-	r := newestCounted(reports, gen, b)
+	r := newestCounted(reports, gen, b, s.cache.Commits)
 	if r == nil {
 		ns.Status = Outstanding
+		if f := newestForked(reports, gen, b, s.cache.Commits); f != nil {
+			ns.Note = fmt.Sprintf("it applied commit %s of generation %d, another history's (the spool's is %s): it has not applied this one",
+				generation.ShortDigest(f.Commit), gen, generation.ShortDigest(c.Digest))
+		}
 		return ns
 	}
 	ns.Report = &ReportInfo{Object: spool.ReportName(cur.NodeID, r.Gen, r.Seq), Seq: r.Seq, Start: fromUnixNano(r.Start), End: fromUnixNano(r.End), Muster: r.Muster, Notes: r.Notes}
@@ -388,11 +401,35 @@ func (s *State) classify(gen uint64, c commitFact, man *manifestView, n *enrol.N
 	return ns
 }
 
-// newestCounted returns the newest usable report of generation gen.
-func newestCounted(fs []reportFact, gen, b uint64) *reportFact {
+// forked reports whether f is a report of another commit of its
+// generation than the spool holds: the node applied another history's
+// generation, which is not this one's.
+func forked(f *reportFact, commits map[uint64]commitFact) bool {
+	if f.Commit == "" {
+		return false // a host that did not say
+	}
+	c, ok := commits[f.Gen]
+	return ok && c.Digest != "" && c.Digest != f.Commit
+}
+
+// newestCounted returns the newest usable report of generation gen that is
+// of the spool's commit of it.
+func newestCounted(fs []reportFact, gen, b uint64, commits map[uint64]commitFact) *reportFact {
 	i := sort.Search(len(fs), func(i int) bool { return fs[i].Gen > gen })
 	for i--; i >= 0 && fs[i].Gen == gen; i-- {
-		if usable(&fs[i], b) {
+		if usable(&fs[i], b) && !forked(&fs[i], commits) {
+			return &fs[i]
+		}
+	}
+	return nil
+}
+
+// newestForked returns the newest usable report of generation gen that is
+// of another commit of it than the spool's.
+func newestForked(fs []reportFact, gen, b uint64, commits map[uint64]commitFact) *reportFact {
+	i := sort.Search(len(fs), func(i int) bool { return fs[i].Gen > gen })
+	for i--; i >= 0 && fs[i].Gen == gen; i-- {
+		if usable(&fs[i], b) && forked(&fs[i], commits) {
 			return &fs[i]
 		}
 	}
@@ -400,11 +437,11 @@ func newestCounted(fs []reportFact, gen, b uint64) *reportFact {
 }
 
 // lastApplied is the newest generation whose newest usable report passed.
-func lastApplied(fs []reportFact, b uint64) uint64 {
+func lastApplied(fs []reportFact, b uint64, commits map[uint64]commitFact) uint64 {
 	var decided uint64 // the generation whose newest report was seen
 	for i := len(fs) - 1; i >= 0; i-- {
 		f := &fs[i]
-		if !usable(f, b) || f.Gen == decided {
+		if !usable(f, b) || forked(f, commits) || f.Gen == decided {
 			continue
 		}
 		decided = f.Gen
@@ -449,7 +486,7 @@ func (s *State) objects(sel Selection) (refused, flagged []Object) {
 		}
 		for i := range nf.Reports {
 			f := &nf.Reports[i]
-			if f.Err == "" && !id.Revoked() && f.Misfiled == "" && f.Gen <= newest {
+			if f.Err == "" && !id.Revoked() && f.Misfiled == "" && f.Gen <= newest && !forked(f, s.cache.Commits) {
 				continue // counted, nothing to say
 			}
 			o := Object{Name: spool.ReportName(nodeID, f.Gen, f.Seq), Node: id.Name, NodeID: nodeID, Generation: f.Gen}
@@ -463,6 +500,11 @@ func (s *State) objects(sel Selection) (refused, flagged []Object) {
 				refused = append(refused, o)
 			case f.Misfiled != "":
 				o.Kind, o.Reason = FlaggedMisfiled, f.Misfiled
+				flagged = append(flagged, o)
+			case f.Gen <= newest:
+				o.Kind = FlaggedFork
+				o.Reason = fmt.Sprintf("it applied commit %s of generation %d, but the spool's commit of generation %d is %s: another history of this mesh",
+					generation.ShortDigest(f.Commit), f.Gen, f.Gen, generation.ShortDigest(s.cache.Commits[f.Gen].Digest))
 				flagged = append(flagged, o)
 			default: // f.Gen > newest
 				o.Kind = FlaggedNewer
