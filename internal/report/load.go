@@ -71,7 +71,7 @@ type State struct {
 	// Forks are the places where the spool holds two histories of the
 	// mesh (see generation.Fork).
 	Forks []generation.Fork
-	Stats    Stats
+	Stats Stats
 }
 
 func (s *State) warnf(format string, args ...any) {

@@ -142,8 +142,8 @@ type View struct {
 	ExpiresAt time.Time
 	// Forks are the places where the spool holds two histories of the
 	// mesh (State.Forks).
-	Forks []generation.Fork
-	Newest     uint64 // the newest committed generation
+	Forks  []generation.Fork
+	Newest uint64 // the newest committed generation
 	// Manifest is false when the generation's manifest could not be read:
 	// every eligible node is then taken as assigned.
 	Manifest bool
