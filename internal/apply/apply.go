@@ -136,6 +136,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	for _, sk := range f.skipped {
 		res.Warnings = append(res.Warnings, sk.String()+" (not the mesh's; never applied)")
 	}
+	for _, j := range f.junk {
+		res.Warnings = append(res.Warnings, j+" (skipped, never applied)")
+	}
 	if f.err != nil {
 		return res, f.err
 	}
@@ -163,7 +166,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// date leaves the one from before in place and fails a line.
 	var repoLines []outcome.Line
 	if !o.DryRun {
-		changed, err := repo.Materialize(ctx, o.Spool, meshSign, filepath.Join(state, RepoDir))
+		changed, skipped, err := repo.Materialize(ctx, o.Spool, meshSign, filepath.Join(state, RepoDir))
+		for _, sk := range skipped {
+			res.Warnings = append(res.Warnings, sk+" (not the mesh's; never used)")
+		}
 		if err != nil {
 			repoLines = append(repoLines, outcome.Line{ID: RepoLineID, Status: outcome.Failed, Detail: err.Error()})
 		}
@@ -440,7 +446,10 @@ func removable(e ledger.Entry, prune bool) bool {
 // (a generation older than the one applied in st) and a fork: another
 // commit of the generation applied, or a newer commit whose history does
 // not hold the one applied (when that history is in the spool).
-func findGeneration(ctx context.Context, sp spool.Spool, nodeID string, meshSign ed25519.PublicKey, st *State) (f fetch) {
+//
+// A generation in skip is taken to have no declaration for this node (its
+// declaration did not verify).
+func findGeneration(ctx context.Context, sp spool.Spool, nodeID string, meshSign ed25519.PublicKey, st *State, skip map[uint64]bool) (f fetch) {
 	hist, err := generation.LoadHistory(ctx, sp, meshSign)
 	if err != nil {
 		f.err = err
@@ -461,6 +470,9 @@ func findGeneration(ctx context.Context, sp spool.Spool, nodeID string, meshSign
 			return false, forkRefused(sp, fmt.Sprintf("the spool's commit of generation %d is %s, not %s, which this host applied", last, generation.ShortDigest(c.Digest), st.commitName()))
 		}
 		_, err := sp.Stat(ctx, spool.DeclName(c.Generation, c.Run, nodeID))
+		if skip[c.Generation] {
+			err = spool.ErrNotFound
+		}
 		switch {
 		case errors.Is(err, spool.ErrNotFound):
 			// Nothing for this node in c; an older one may have something,
@@ -519,17 +531,35 @@ type fetch struct {
 	commit      *generation.Commit
 	nd          *generation.NodeDeclaration
 	skipped     []generation.Skipped
-	err         error
+	// junk are this node's declarations that did not verify, skipped.
+	junk []string
+	err  error
 }
 
 // fetchNewest finds the generation to apply after the one in st and
 // fetches this node's declaration of it.
+//
+// A declaration that does not verify (signed by another key, sealed to
+// another node, bound to another name) is junk anyone able to write to the
+// spool could have left there: it is skipped, and the newest generation
+// before it with a declaration for this node is taken instead, with the
+// same rollback and fork rules.
 func fetchNewest(ctx context.Context, o Options, meshSign ed25519.PublicKey, nodeID string, st *State) fetch {
-	f := findGeneration(ctx, o.Spool, nodeID, meshSign, st)
-	if f.err == nil && f.gen != 0 {
+	skip := map[uint64]bool{}
+	var junk []string
+	for {
+		f := findGeneration(ctx, o.Spool, nodeID, meshSign, st, skip)
+		f.junk = junk
+		if f.err != nil || f.gen == 0 {
+			return f
+		}
 		f.nd, f.err = fetchDeclaration(ctx, o, meshSign, f.gen, f.commit.Run, nodeID)
+		if f.err == nil || fault.ClassOf(f.err) != fault.Refused {
+			return f
+		}
+		skip[f.gen] = true
+		junk = append(junk, f.err.Error())
 	}
-	return f
 }
 
 // fetchDeclaration reads this node's declaration of generation gen,

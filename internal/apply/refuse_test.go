@@ -56,6 +56,21 @@ func wantRefused(t *testing.T, err error, want ...string) {
 	}
 }
 
+// wantSkipped checks that a run went on past junk, warning of it in words
+// that include want.
+func wantSkipped(t *testing.T, res *apply.Result, err error, want ...string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("apply stopped at junk: %v", err)
+	}
+	all := strings.Join(res.Warnings, "\n")
+	for _, w := range want {
+		if !strings.Contains(all, w) {
+			t.Errorf("warnings %q do not mention %q", all, w)
+		}
+	}
+}
+
 // A host never moves backwards: after applying generation 2 it refuses a
 // spool whose newest commit is 1 (a copy taken before 2), and a partial copy
 // in which its newest generation is older than the one it applied, and it
@@ -101,7 +116,8 @@ func TestRollbackRefused(t *testing.T) {
 }
 
 // Another node's bundle copied under this node's name is refused: it is
-// encrypted to that node and bound to its name.
+// encrypted to that node and bound to its name. It is junk, skipped with a
+// warning naming it: the host goes on with what it had (here nothing).
 func TestOtherNodesBundleRefused(t *testing.T) {
 	f := newFixture(t)
 	a := f.enrol("web-a")
@@ -123,10 +139,13 @@ func TestOtherNodesBundleRefused(t *testing.T) {
 	if err := f.m.Spool.Put(f.ctx, bName, data); err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.apply(b)
-	wantRefused(t, err, bName)
-	if _, errs, code := b.run(t, "apply"); code != 3 || !strings.Contains(errs, "muster: error: declaration "+bName+" refused") {
-		t.Errorf("muster apply on web-b: status %d, stderr %q; want 3, naming the object", code, errs)
+	res, err := f.apply(b)
+	wantSkipped(t, res, err, bName)
+	if !res.Nothing {
+		t.Errorf("web-b applied generation %d", res.Generation)
+	}
+	if _, errs, code := b.run(t, "apply"); code != 0 || !strings.Contains(errs, "muster: warning: declaration "+bName+" refused") {
+		t.Errorf("muster apply on web-b: status %d, stderr %q; want 0 and a warning naming the object", code, errs)
 	}
 	if _, err := os.Lstat(filepath.Join(b.root, "etc/motd")); !errors.Is(err, fs.ErrNotExist) {
 		t.Error("web-b applied web-a's bundle")
@@ -172,10 +191,10 @@ func TestForgedSignerRefused(t *testing.T) {
 	if err := f.m.Spool.Put(f.ctx, spool.DeclName(gen, c.Run, nodeID), data); err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.apply(b)
-	wantRefused(t, err, "refused")
-	if _, _, code := b.run(t, "apply"); code != 3 {
-		t.Errorf("muster apply on web-b: status %d, want 3", code)
+	res, err := f.apply(b)
+	wantSkipped(t, res, err, spool.DeclName(gen, c.Run, nodeID), "unexpected key")
+	if _, _, code := b.run(t, "apply"); code != 0 {
+		t.Errorf("muster apply on web-b: status %d, want 0", code)
 	}
 	if _, err := os.Lstat(filepath.Join(b.root, "etc/motd")); !errors.Is(err, fs.ErrNotExist) {
 		t.Error("web-b applied a declaration signed by a rogue key")
@@ -192,7 +211,7 @@ func TestForgedSignerRefused(t *testing.T) {
 	if err := f.m.Spool.Put(f.ctx, spool.CommitName(gen+1), data); err != nil {
 		t.Fatal(err)
 	}
-	res, err := f.apply(a)
+	res, err = f.apply(a)
 	if err != nil {
 		t.Fatalf("apply past a forged commit: %v", err)
 	}

@@ -179,10 +179,11 @@ each refusal is printed with its reason and recorded, so it is decided once.
 				if err != nil {
 					return err
 				}
-				res, _, err := enrol.Admit(env.Ctx, m, env.Now())
+				res, reg, err := enrol.Admit(env.Ctx, m, env.Now())
 				if err != nil {
 					return err
 				}
+				env.Warn(reg.Skipped)
 				for _, a := range res.Admitted {
 					fmt.Fprintf(env.Stdio.Out, "admitted %s as identity %s%s\n", a.Name, a.NodeID, replacesNote(a.Replaces))
 				}

@@ -52,6 +52,7 @@ func previewAdmit(env *Env, m *mesh.Mesh) (*enrol.Registry, error) {
 	if err != nil {
 		return nil, err
 	}
+	env.Warn(reg.Skipped)
 	for _, a := range res.Admitted {
 		fmt.Fprintf(env.Stdio.Err, "muster: dry run: would admit %s as identity %s%s\n", a.Name, a.NodeID, replacesNote(a.Replaces))
 	}
@@ -68,6 +69,7 @@ func admitPending(env *Env, m *mesh.Mesh) (*enrol.Registry, error) {
 	if err != nil {
 		return nil, err
 	}
+	env.Warn(reg.Skipped)
 	for _, a := range res.Admitted {
 		fmt.Fprintf(env.Stdio.Err, "muster: admitted %s as identity %s%s\n", a.Name, a.NodeID, replacesNote(a.Replaces))
 	}

@@ -102,13 +102,23 @@ func TestBriefingDocuments(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("open: %+v, %v; want a refusal naming %q", b, err, tt.want)
 			}
-			// As the newest briefing, it makes the node ineligible
-			// with the reason, and stops nothing else.
-			briefs, _, err := reg.Briefings(f.ctx, f.m)
+			briefs, refused, err := reg.Briefings(f.ctx, f.m)
 			if err != nil {
 				t.Fatal(err)
 			}
 			got := briefs[j.NodeID]
+			if tt.signer == stranger {
+				// Junk anyone could drop: skipped and named; the
+				// host's own newest briefing before it stands (here
+				// the one of the case before, which it signed).
+				if strings.Contains(got.Lines[0].Detail, tt.want) || len(refused) != 1 || !strings.Contains(refused[0], tt.want) {
+					t.Errorf("Briefings gave %+v, refused %q, for a briefing signed by another key", got, refused)
+				}
+				return
+			}
+			// The host's own word that does not check: as the newest
+			// briefing, it makes the node ineligible with the reason,
+			// and stops nothing else.
 			if got.Eligible() || got.Lines[0].ID != "briefing" || !strings.Contains(got.Lines[0].Detail, tt.want) {
 				t.Errorf("Briefings gave %+v for a refused briefing", got)
 			}

@@ -121,7 +121,7 @@ func issuedFor(ctx context.Context, m *mesh.Mesh, reg *Registry, o CancelOptions
 		}
 		return []*Issued{is}, nil
 	}
-	out, err := readIssued(ctx, m, func(string) bool { return true }, func(is *Issued) bool { return is.Name == o.Name })
+	out, err := readIssued(ctx, m, reg, func(string) bool { return true }, func(is *Issued) bool { return is.Name == o.Name })
 	if err != nil {
 		return nil, err
 	}
@@ -159,14 +159,15 @@ func fullTokenID(ctx context.Context, m *mesh.Mesh, prefix string) (string, erro
 // that have not expired at now, by node name and then oldest first: the
 // tokens that could still admit a host.
 func UnusedTokens(ctx context.Context, m *mesh.Mesh, reg *Registry, now time.Time) ([]*Issued, error) {
-	return readIssued(ctx, m, func(tid string) bool { return reg.Admitted[tid] == nil },
+	return readIssued(ctx, m, reg, func(tid string) bool { return reg.Admitted[tid] == nil },
 		func(is *Issued) bool { return now.Before(is.Expires) })
 }
 
 // readIssued reads the token records whose ids want selects (the others
 // are not even decrypted) and returns those keep selects, by node name and
-// then oldest first.
-func readIssued(ctx context.Context, m *mesh.Mesh, want func(tokenID string) bool, keep func(*Issued) bool) ([]*Issued, error) {
+// then oldest first. Records that do not verify are junk, skipped into
+// reg.Skipped.
+func readIssued(ctx context.Context, m *mesh.Mesh, reg *Registry, want func(tokenID string) bool, keep func(*Issued) bool) ([]*Issued, error) {
 	signer := m.Pair.Sign.Public().(ed25519.PublicKey)
 	var (
 		mu  sync.Mutex
@@ -189,7 +190,7 @@ func readIssued(ctx context.Context, m *mesh.Mesh, want func(tokenID string) boo
 			mu.Unlock()
 		}
 		return nil
-	})
+	}, func(name string, err error) { reg.skip(&mu, name, err) })
 	if err != nil {
 		return nil, err
 	}

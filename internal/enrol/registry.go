@@ -13,6 +13,7 @@ import (
 
 	"github.com/muster-tool/muster/internal/brief"
 	"github.com/muster-tool/muster/internal/bundle"
+	"github.com/muster-tool/muster/internal/fault"
 	"github.com/muster-tool/muster/internal/keys"
 	"github.com/muster-tool/muster/internal/mesh"
 	"github.com/muster-tool/muster/internal/outcome"
@@ -55,8 +56,29 @@ type Registry struct {
 	Identities map[string]*Identity  // by node id
 	Nodes      map[string]*Node      // by name
 
+	// Skipped names the enrolment records that did not verify against
+	// the mesh key (signed by another key, damaged), with why: junk anyone
+	// able to write to the spool could have dropped, skipped and never
+	// trusted. A token whose record is junk counts as never issued.
+	Skipped []string
+
 	// revocations are the revocation records read, by node id.
 	revocations map[string]*Revocation
+	// junk are the records skipped, so that a refresh reads them once.
+	junk map[string]bool
+}
+
+// skip records that the record name did not verify.
+func (r *Registry) skip(mu *sync.Mutex, name string, err error) {
+	mu.Lock()
+	defer mu.Unlock()
+	if r.junk == nil {
+		r.junk = map[string]bool{}
+	}
+	if !r.junk[name] {
+		r.junk[name] = true
+		r.Skipped = append(r.Skipped, fmt.Sprintf("%s skipped: %v (it is not this mesh's)", name, err))
+	}
 }
 
 // Active returns the trusted current identities, sorted by name.
@@ -112,8 +134,10 @@ func LoadRegistry(ctx context.Context, m *mesh.Mesh) (*Registry, error) {
 func (r *Registry) refresh(ctx context.Context, m *mesh.Mesh) error {
 	signer := m.Pair.Sign.Public().(ed25519.PublicKey)
 	var mu sync.Mutex
+	junk := func(name string, err error) { r.skip(&mu, name, err) }
+	fresh := func(name string) bool { mu.Lock(); defer mu.Unlock(); return !r.junk[name] }
 	err := eachObject(ctx, m.Spool, spool.EnrolAdmitPrefix, func(name string) bool {
-		return r.Admitted[strings.TrimPrefix(name, spool.EnrolAdmitPrefix)] == nil
+		return r.Admitted[strings.TrimPrefix(name, spool.EnrolAdmitPrefix)] == nil && fresh(name)
 	}, func(name string, data []byte) error {
 		id := strings.TrimPrefix(name, spool.EnrolAdmitPrefix)
 		var a Admission
@@ -127,12 +151,12 @@ func (r *Registry) refresh(ctx context.Context, m *mesh.Mesh) error {
 		r.Admitted[id] = &a
 		mu.Unlock()
 		return nil
-	})
+	}, junk)
 	if err != nil {
 		return err
 	}
 	err = eachObject(ctx, m.Spool, spool.EnrolRefusedPrefix, func(name string) bool {
-		return r.Refused[strings.TrimPrefix(name, spool.EnrolRefusedPrefix)] == nil
+		return r.Refused[strings.TrimPrefix(name, spool.EnrolRefusedPrefix)] == nil && fresh(name)
 	}, func(name string, data []byte) error {
 		rest := strings.TrimPrefix(name, spool.EnrolRefusedPrefix)
 		tid, fp, ok := strings.Cut(rest, "/")
@@ -147,7 +171,7 @@ func (r *Registry) refresh(ctx context.Context, m *mesh.Mesh) error {
 		r.Refused[rest] = &rf
 		mu.Unlock()
 		return nil
-	})
+	}, junk)
 	if err != nil {
 		return err
 	}
@@ -155,7 +179,7 @@ func (r *Registry) refresh(ctx context.Context, m *mesh.Mesh) error {
 		r.revocations = map[string]*Revocation{}
 	}
 	err = eachObject(ctx, m.Spool, spool.EnrolRevokePrefix, func(name string) bool {
-		return r.revocations[strings.TrimPrefix(name, spool.EnrolRevokePrefix)] == nil
+		return r.revocations[strings.TrimPrefix(name, spool.EnrolRevokePrefix)] == nil && fresh(name)
 	}, func(name string, data []byte) error {
 		nodeID := strings.TrimPrefix(name, spool.EnrolRevokePrefix)
 		var rv Revocation
@@ -166,7 +190,7 @@ func (r *Registry) refresh(ctx context.Context, m *mesh.Mesh) error {
 		r.revocations[nodeID] = &rv
 		mu.Unlock()
 		return nil
-	})
+	}, junk)
 	if err != nil {
 		return err
 	}
@@ -259,11 +283,15 @@ func (r *Registry) issued(ctx context.Context, m *mesh.Mesh, mu *sync.Mutex, tid
 		return nil, err
 	} else {
 		is = new(Issued)
-		if err := bundle.OpenTOML(data, tokenCtx(tid), m.Pair.Age, m.Pair.Sign.Public().(ed25519.PublicKey), is); err != nil {
-			return nil, fmt.Errorf("spool %s: object %s: %w", m.Spool, name, err)
+		err := bundle.OpenTOML(data, tokenCtx(tid), m.Pair.Age, m.Pair.Sign.Public().(ed25519.PublicKey), is)
+		if err == nil && is.TokenID != tid {
+			err = fmt.Errorf("token record names token %s", is.TokenID)
 		}
-		if is.TokenID != tid {
-			return nil, fmt.Errorf("spool %s: object %s: token record names token %s", m.Spool, name, is.TokenID)
+		if err != nil {
+			// Junk: as far as this mesh knows, the token was never
+			// issued.
+			r.skip(mu, name, err)
+			is = nil
 		}
 	}
 	mu.Lock()
@@ -278,7 +306,10 @@ func (r *Registry) issued(ctx context.Context, m *mesh.Mesh, mu *sync.Mutex, tid
 // eachObject reads every object under prefix that want selects and calls
 // fn for each, from several goroutines. Decoding is what costs, so it runs
 // in parallel.
-func eachObject(ctx context.Context, sp spool.Spool, prefix string, want func(name string) bool, fn func(name string, data []byte) error) error {
+//
+// An error of fn is about the record: it goes to junk, and the others are
+// read on. Only an error reading the spool stops eachObject.
+func eachObject(ctx context.Context, sp spool.Spool, prefix string, want func(name string) bool, fn func(name string, data []byte) error, junk func(name string, err error)) error {
 	var names []string
 	if err := sp.List(ctx, prefix, func(i spool.Info) error {
 		if want(i.Name) {
@@ -294,7 +325,7 @@ func eachObject(ctx context.Context, sp spool.Spool, prefix string, want func(na
 			return err
 		}
 		if err := fn(names[i], data); err != nil {
-			return fmt.Errorf("spool %s: object %s: %w", sp, names[i], err)
+			junk(names[i], err)
 		}
 		return nil
 	})
@@ -309,24 +340,26 @@ func parallel(ctx context.Context, n int, fn func(i int) error) error {
 // id. Briefings from identities not admitted yet are ignored (they are
 // read once the node is admitted); from revoked identities they are
 // refused, and those sent after the revocation are named in the second
-// result.
+// result, as are briefings skipped because their signature does not
+// verify.
 func (r *Registry) Briefings(ctx context.Context, m *mesh.Mesh) (map[string]*brief.Briefing, []string, error) {
-	newest := map[string]string{}
+	// Every briefing name by node, oldest first (the spool lists in
+	// order).
+	all := map[string][]string{}
 	if err := m.Spool.List(ctx, spool.BriefPrefix, func(i spool.Info) error {
 		node, _, err := spool.ParseBriefName(i.Name)
 		if err != nil {
 			return nil // spool verify reports strays
 		}
-		if i.Name > newest[node] {
-			newest[node] = i.Name
-		}
+		all[node] = append(all[node], i.Name)
 		return nil
 	}); err != nil {
 		return nil, nil, err
 	}
 	var refused []string
 	var todo []string
-	for node, name := range newest {
+	for node, names := range all {
+		name := names[len(names)-1]
 		id := r.Identities[node]
 		switch {
 		case id == nil:
@@ -339,25 +372,48 @@ func (r *Registry) Briefings(ctx context.Context, m *mesh.Mesh) (map[string]*bri
 				refused = append(refused, fmt.Sprintf("briefing %s from %s refused: identity %s was revoked at %s", name, id.Name, node, id.RevokedAt.Format(time.RFC3339)))
 			}
 		default:
-			todo = append(todo, name)
+			todo = append(todo, node)
 		}
 	}
-	sort.Strings(refused)
 	out := map[string]*brief.Briefing{}
 	var mu sync.Mutex
 	err := parallel(ctx, len(todo), func(i int) error {
-		name := todo[i]
-		node, seq, _ := spool.ParseBriefName(name)
-		b, err := r.OpenBriefing(ctx, m, node, seq)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
+		node := todo[i]
+		names := all[node]
+		var b *brief.Briefing
+		var first error
+		// The newest briefing that verifies. One whose signature does
+		// not verify (signed by another key, damaged) is junk anyone
+		// able to write to the spool could have dropped: skipped with a
+		// warning, it must not make the node ineligible. One the host
+		// signed but that does not decode or check is the host's own
+		// word, and makes it ineligible with the reason.
+		for j := len(names) - 1; j >= 0; j-- {
+			_, seq, _ := spool.ParseBriefName(names[j])
+			var err error
+			b, err = r.OpenBriefing(ctx, m, node, seq)
+			if err == nil {
+				break
 			}
-			// A briefing that cannot be read or verified makes the node
-			// ineligible, with the reason, rather than stopping every
-			// command.
+			b = nil
+			if ctx.Err() != nil || errors.Is(err, spool.ErrUnavailable) || fault.ClassOf(err) == fault.Temporary {
+				return err
+			}
+			if first == nil || fault.ClassOf(err) != fault.Refused {
+				first = err
+			}
+			if fault.ClassOf(err) != fault.Refused {
+				break
+			}
+			mu.Lock()
+			refused = append(refused, fmt.Sprintf("%v: skipped", err))
+			mu.Unlock()
+		}
+		if b == nil {
+			// No briefing of the node verifies: it is ineligible, with
+			// the reason, rather than stopping every command.
 			b = &brief.Briefing{Version: brief.FormatVersion, Node: r.Identities[node].Name, Lines: []outcome.Line{
-				{ID: "briefing", Status: outcome.Failed, Detail: err.Error()},
+				{ID: "briefing", Status: outcome.Failed, Detail: first.Error()},
 			}}
 		}
 		mu.Lock()
@@ -365,6 +421,7 @@ func (r *Registry) Briefings(ctx context.Context, m *mesh.Mesh) (map[string]*bri
 		mu.Unlock()
 		return nil
 	})
+	sort.Strings(refused)
 	return out, refused, err
 }
 

@@ -136,10 +136,11 @@ func Add(ctx context.Context, sp spool.Spool, sign ed25519.PrivateKey, debs []*D
 		batch[d.key()] = d
 	}
 	for attempt := 0; attempt < maxAddAttempts; attempt++ {
-		ix, err := Newest(ctx, sp, meshSign)
+		x, err := ReadIndexes(ctx, sp, meshSign)
 		if err != nil {
 			return nil, err
 		}
+		ix := x.Newest
 		if ix == nil {
 			ix = &Index{Version: FormatVersion}
 		}
@@ -174,7 +175,9 @@ func Add(ctx context.Context, sp spool.Spool, sign ed25519.PrivateKey, debs []*D
 				return nil, err
 			}
 		}
-		next := &Index{Version: FormatVersion, Seq: ix.Seq + 1, Created: now.UTC().Truncate(time.Second)}
+		// After the newest index that verifies, at the first number junk
+		// has not taken.
+		next := &Index{Version: FormatVersion, Seq: x.nextFree(ix.Seq), Created: now.UTC().Truncate(time.Second)}
 		next.Packages = append(append(next.Packages, ix.Packages...), fresh...)
 		sort.Slice(next.Packages, func(i, j int) bool { return less(next.Packages[i], next.Packages[j]) })
 		name := IndexName(next.Seq)

@@ -17,7 +17,9 @@ package repo
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -113,26 +115,60 @@ func packageCtx(name string) bundle.Context {
 	return bundle.Context{Kind: "repo-package", Name: name}
 }
 
-// Newest returns the newest index in the spool, verified against the
-// mesh's signing key, and its sequence number; nil and 0 when the spool
-// has no repository. An index that does not verify is refused: it is
-// never skipped in favour of an older one.
-func Newest(ctx context.Context, sp spool.Spool, meshSign ed25519.PublicKey) (*Index, error) {
-	var newest uint64
+// Indexes is what a spool's repository indexes hold for one mesh: the
+// newest index that verifies against the mesh's key, and the ones above it
+// that do not, which are junk (signed by another key, damaged): skipped,
+// never used, never deleted.
+type Indexes struct {
+	// Newest is the newest index that verifies, nil if there is none.
+	Newest *Index
+	// Skipped says which indexes did not verify, and why.
+	Skipped []string
+	listed  map[uint64]bool
+}
+
+// ReadIndexes lists the repository indexes and reads them newest first
+// until one verifies against meshSign. Only an error reaching the spool is
+// returned.
+func ReadIndexes(ctx context.Context, sp spool.Spool, meshSign ed25519.PublicKey) (*Indexes, error) {
+	x := &Indexes{listed: map[uint64]bool{}}
+	var seqs []uint64
 	err := sp.List(ctx, IndexPrefix, func(i spool.Info) error {
 		seq, err := spool.ParseSeq(strings.TrimPrefix(i.Name, IndexPrefix))
-		if err == nil && seq > newest {
-			newest = seq
+		if err == nil {
+			seqs = append(seqs, seq)
+			x.listed[seq] = true
 		}
 		return nil // strays are spool verify's business
 	})
 	if err != nil {
 		return nil, err
 	}
-	if newest == 0 {
-		return nil, nil
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] > seqs[j] })
+	for _, seq := range seqs {
+		ix, err := readIndex(ctx, sp, seq, meshSign)
+		switch {
+		case err == nil:
+			x.Newest = ix
+			return x, nil
+		case errors.Is(err, spool.ErrNotFound):
+			continue // removed since the listing
+		case errors.Is(err, spool.ErrUnavailable) || fault.ClassOf(err) == fault.Temporary || ctx.Err() != nil:
+			return nil, err
+		}
+		x.Skipped = append(x.Skipped, fmt.Sprintf("%s skipped: %v", IndexName(seq), err))
 	}
-	return readIndex(ctx, sp, newest, meshSign)
+	return x, nil
+}
+
+// nextFree is the first sequence number after seq that no index object
+// has taken, not even junk.
+func (x *Indexes) nextFree(seq uint64) uint64 {
+	next := seq + 1
+	for x.listed[next] {
+		next++
+	}
+	return next
 }
 
 func readIndex(ctx context.Context, sp spool.Spool, seq uint64, meshSign ed25519.PublicKey) (*Index, error) {

@@ -52,10 +52,21 @@ func SourcesLine(dir string) string { return "deb [trusted=yes] file:" + dir + "
 // newer index than the spool's newest (the spool was restored from an
 // older copy), dir is kept as it is: every index holds all packages of
 // the ones before it, so the newer one is the larger repository.
-func Materialize(ctx context.Context, sp spool.Spool, meshSign ed25519.PublicKey, dir string) (changed bool, err error) {
-	ix, err := Newest(ctx, sp, meshSign)
-	if err != nil || ix == nil {
-		return false, err
+//
+// Indexes that do not verify are skipped (see ReadIndexes) and named in
+// skipped, for the caller to warn of.
+func Materialize(ctx context.Context, sp spool.Spool, meshSign ed25519.PublicKey, dir string) (changed bool, skipped []string, err error) {
+	x, err := ReadIndexes(ctx, sp, meshSign)
+	if err != nil {
+		return false, nil, err
+	}
+	changed, err = materialize(ctx, sp, meshSign, x.Newest, dir)
+	return changed, x.Skipped, err
+}
+
+func materialize(ctx context.Context, sp spool.Spool, meshSign ed25519.PublicKey, ix *Index, dir string) (changed bool, err error) {
+	if ix == nil {
+		return false, nil
 	}
 	if have := readSeq(dir); have > ix.Seq {
 		return false, nil

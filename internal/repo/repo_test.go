@@ -162,7 +162,7 @@ func TestAddMaterializeInstall(t *testing.T) {
 	}
 
 	dir := filepath.Join(t.TempDir(), "repo")
-	changed, err := Materialize(ctx, f.sp, f.pub, dir)
+	changed, _, err := Materialize(ctx, f.sp, f.pub, dir)
 	if err != nil || !changed {
 		t.Fatalf("Materialize = %v, %v; want changed", changed, err)
 	}
@@ -175,7 +175,7 @@ func TestAddMaterializeInstall(t *testing.T) {
 			t.Errorf("Packages lacks %q:\n%s", w, index)
 		}
 	}
-	if changed, err := Materialize(ctx, f.sp, f.pub, dir); err != nil || changed {
+	if changed, _, err := Materialize(ctx, f.sp, f.pub, dir); err != nil || changed {
 		t.Errorf("second Materialize = %v, %v; want no change", changed, err)
 	}
 
@@ -250,11 +250,11 @@ func TestConcurrentAddsKeepBoth(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ix, err := Newest(context.Background(), f.sp, f.pub)
+	x, err := ReadIndexes(context.Background(), f.sp, f.pub)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ix.Seq != n || len(ix.Packages) != n {
+	if ix := x.Newest; ix.Seq != n || len(ix.Packages) != n {
 		t.Errorf("newest index %d lists %d packages, want index %d with all %d", ix.Seq, len(ix.Packages), n, n)
 	}
 }
@@ -271,27 +271,6 @@ func TestMaterializeRefusesTampering(t *testing.T) {
 		{"a flipped byte in a package", func(t *testing.T, f *fixture) {
 			flip(t, f.sp, ObjectName(testPkg, "2.0", "all"))
 		}, "repo/pool/muster-test-repo/2.0_all.deb"},
-		{"an index signed by another key", func(t *testing.T, f *fixture) {
-			_, foreign, _ := ed25519.GenerateKey(rand.Reader)
-			d := f.read(t, v2)
-			if _, err := Add(context.Background(), f.sp, foreign, []*Deb{d}, time.Now()); err == nil {
-				t.Fatal("add with a foreign key on top of this mesh's index succeeded")
-			}
-			// Write it the way a forger would: the next index under the
-			// foreign key.
-			forged := &Index{Version: FormatVersion, Seq: 2, Packages: []Package{f.read(t, v1).Package, d.Package}}
-			putSigned(t, f.sp, foreign, forged)
-		}, "repository index repo/index/00000000000000000002 refused"},
-		{"an old index replayed under a newer name", func(t *testing.T, f *fixture) {
-			data, err := f.sp.Get(context.Background(), IndexName(1), 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			os.Remove(filepath.Join(f.sp.Path(), filepath.FromSlash(IndexName(2))))
-			if err := f.sp.Put(context.Background(), IndexName(2), data); err != nil {
-				t.Fatal(err)
-			}
-		}, "repository index repo/index/00000000000000000002 refused"},
 		{"a package swapped for another", func(t *testing.T, f *fixture) {
 			p1 := filepath.Join(f.sp.Path(), filepath.FromSlash(ObjectName(testPkg, "1.0", "all")))
 			p2 := filepath.Join(f.sp.Path(), filepath.FromSlash(ObjectName(testPkg, "2.0", "all")))
@@ -311,15 +290,13 @@ func TestMaterializeRefusesTampering(t *testing.T) {
 			f := newFixture(t)
 			f.add(t, v1)
 			dir := t.TempDir()
-			if _, err := Materialize(context.Background(), f.sp, f.pub, dir); err != nil {
+			if _, _, err := Materialize(context.Background(), f.sp, f.pub, dir); err != nil {
 				t.Fatal(err)
 			}
 			good, _ := os.ReadFile(filepath.Join(dir, PackagesFile))
-			if c.name != "an index signed by another key" {
-				f.add(t, v2)
-			}
+			f.add(t, v2)
 			c.tamper(t, f)
-			_, err := Materialize(context.Background(), f.sp, f.pub, dir)
+			_, _, err := Materialize(context.Background(), f.sp, f.pub, dir)
 			if err == nil || fault.ClassOf(err) != fault.Refused || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v (class %v), want a refusal naming %q", err, fault.ClassOf(err), c.want)
 			}
@@ -329,6 +306,74 @@ func TestMaterializeRefusesTampering(t *testing.T) {
 			}
 			if _, err := os.Stat(filepath.Join(dir, poolPath(f.read(t, v2).Package))); err == nil {
 				t.Error("the refused package was written into the repository")
+			}
+		})
+	}
+}
+
+// An index that does not verify is junk anyone able to write to the spool
+// could drop there: it is skipped and named, never used and never deleted,
+// and the newest index that verifies is materialized. Junk must not stop
+// the fleet, which would then fail a line on every host.
+func TestMaterializeSkipsJunkIndexes(t *testing.T) {
+	v1, v2 := pkg("1.0"), pkg("2.0")
+	for _, c := range []struct {
+		name   string
+		tamper func(t *testing.T, f *fixture)
+	}{
+		{"an index signed by another key", func(t *testing.T, f *fixture) {
+			_, foreign, _ := ed25519.GenerateKey(rand.Reader)
+			d := f.read(t, v2)
+			// The next index under the foreign key, as a forger writes
+			// it.
+			forged := &Index{Version: FormatVersion, Seq: 2, Packages: []Package{f.read(t, v1).Package, d.Package}}
+			putSigned(t, f.sp, foreign, forged)
+		}},
+		{"an old index replayed under a newer name", func(t *testing.T, f *fixture) {
+			data, err := f.sp.Get(context.Background(), IndexName(1), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.sp.Put(context.Background(), IndexName(2), data); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.add(t, v1)
+			dir := t.TempDir()
+			if _, _, err := Materialize(context.Background(), f.sp, f.pub, dir); err != nil {
+				t.Fatal(err)
+			}
+			good, _ := os.ReadFile(filepath.Join(dir, PackagesFile))
+			c.tamper(t, f)
+			changed, skipped, err := Materialize(context.Background(), f.sp, f.pub, dir)
+			if err != nil || changed {
+				t.Fatalf("Materialize past junk: changed %v, %v", changed, err)
+			}
+			if len(skipped) != 1 || !strings.Contains(skipped[0], IndexName(2)+" skipped") {
+				t.Errorf("skipped %q, want index 2 named", skipped)
+			}
+			if now, _ := os.ReadFile(filepath.Join(dir, PackagesFile)); string(now) != string(good) {
+				t.Errorf("Packages changed:\n%s", now)
+			}
+			if _, err := os.Stat(filepath.Join(dir, poolPath(f.read(t, v2).Package))); err == nil {
+				t.Error("a package only the junk index names was written into the repository")
+			}
+			// The mesh's next add goes past the name the junk holds.
+			res, err := Add(context.Background(), f.sp, f.sign, []*Deb{f.read(t, v2)}, time.Now())
+			if err != nil || res.Index != 3 {
+				t.Fatalf("add after junk: index %v, %v; want 3", res, err)
+			}
+			if _, _, err := Materialize(context.Background(), f.sp, f.pub, dir); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(filepath.Join(dir, poolPath(f.read(t, v2).Package))); err != nil {
+				t.Errorf("the mesh's index 3 was not materialized: %v", err)
+			}
+			if _, err := f.sp.Stat(context.Background(), IndexName(2)); err != nil {
+				t.Errorf("the junk was deleted: %v", err)
 			}
 		})
 	}
@@ -370,13 +415,13 @@ func TestMaterializeKeepsNewerLocalIndex(t *testing.T) {
 	f.add(t, v1)
 	f.add(t, v2)
 	dir := t.TempDir()
-	if _, err := Materialize(ctx, f.sp, f.pub, dir); err != nil {
+	if _, _, err := Materialize(ctx, f.sp, f.pub, dir); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.sp.Delete(ctx, IndexName(2)); err != nil {
 		t.Fatal(err)
 	}
-	changed, err := Materialize(ctx, f.sp, f.pub, dir)
+	changed, _, err := Materialize(ctx, f.sp, f.pub, dir)
 	if err != nil || changed {
 		t.Fatalf("older spool: Materialize = %v, %v; want no change", changed, err)
 	}
@@ -390,7 +435,7 @@ func TestMaterializeKeepsNewerLocalIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.add(t, v3)
-	if changed, err := Materialize(ctx, f.sp, f.pub, dir); err != nil || !changed {
+	if changed, _, err := Materialize(ctx, f.sp, f.pub, dir); err != nil || !changed {
 		t.Fatalf("newer index: Materialize = %v, %v; want changed", changed, err)
 	}
 	index, _ = os.ReadFile(filepath.Join(dir, PackagesFile))
@@ -407,7 +452,7 @@ func TestMaterializeWithoutRepository(t *testing.T) {
 	}
 	pub, _, _ := ed25519.GenerateKey(rand.Reader)
 	dir := filepath.Join(t.TempDir(), "repo")
-	changed, err := Materialize(context.Background(), sp, pub, dir)
+	changed, _, err := Materialize(context.Background(), sp, pub, dir)
 	if err != nil || changed {
 		t.Fatalf("Materialize = %v, %v", changed, err)
 	}

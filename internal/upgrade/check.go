@@ -191,12 +191,12 @@ func SelfCheck(ctx context.Context, cfg *host.Config, id *host.Identity) (*Check
 	if err != nil {
 		return nil, err
 	}
-	ix, err := repo.Newest(ctx, sp, meshSign)
+	x, err := repo.ReadIndexes(ctx, sp, meshSign)
 	if err != nil {
 		return nil, err
 	}
-	if ix != nil {
-		res.RepositoryIndex = ix.Seq
+	if x.Newest != nil {
+		res.RepositoryIndex = x.Newest.Seq
 	}
 	return res, nil
 }

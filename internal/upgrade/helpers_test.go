@@ -180,7 +180,7 @@ func (h *testHost) publish(t *testing.T, debs ...string) {
 	if _, err := repo.Add(ctx, h.sp, h.sign, ds, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := repo.Materialize(ctx, h.sp, h.sign.Public().(ed25519.PublicKey), h.repoDir); err != nil {
+	if _, _, err := repo.Materialize(ctx, h.sp, h.sign.Public().(ed25519.PublicKey), h.repoDir); err != nil {
 		t.Fatal(err)
 	}
 	// A new backend runs apt-get update before its first install.
