@@ -30,9 +30,10 @@ import (
 type Dir struct {
 	root string
 	// Seams for tests: which directories List reads, and a filesystem
-	// without hard links.
-	readDir func(string) ([]fs.DirEntry, error)
-	link    func(oldname, newname string) error
+	// without hard links or without rename that refuses to replace.
+	readDir         func(string) ([]fs.DirEntry, error)
+	link            func(oldname, newname string) error
+	renameNoReplace func(oldname, newname string) error
 }
 
 // OpenDir opens the spool in directory dir, which must exist.
@@ -56,7 +57,7 @@ func OpenDir(dir string) (*Dir, error) {
 	case !fi.IsDir():
 		return nil, fmt.Errorf("spool %s is not a directory", abs)
 	}
-	return &Dir{root: abs, readDir: readDirEntries, link: os.Link}, nil
+	return &Dir{root: abs, readDir: readDirEntries, link: os.Link, renameNoReplace: renameNoReplace}, nil
 }
 
 // String names the spool in messages: "dir:" and the absolute path.
@@ -74,6 +75,7 @@ func (d *Dir) file(name string) string { return filepath.Join(d.root, filepath.F
 // replace an existing name, so of two writers racing for one name exactly
 // one wins, and a reader never sees a name before all its bytes are on
 // disk. The object's directory is synced so the new name survives a crash.
+// Filesystems without hard links get the fallbacks in place.
 func (d *Dir) Put(ctx context.Context, name string, data []byte) error {
 	if err := ValidName(name); err != nil {
 		return err
@@ -116,17 +118,54 @@ func (d *Dir) Put(ctx context.Context, name string, data []byte) error {
 // replacing an existing name.
 func (d *Dir) place(tmp, target string) error {
 	err := d.link(tmp, target)
-	if err == nil || errors.Is(err, fs.ErrExist) {
+	if err == nil || errors.Is(err, fs.ErrExist) || !unsupported(err, syscall.EPERM) {
 		return err
 	}
 	// FAT and exFAT, common on the USB sticks spools travel on, have no
-	// hard links; rename without replacing is just as atomic.
-	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOTSUP) || errors.Is(err, syscall.EOPNOTSUPP) {
-		if rerr := renameNoReplace(tmp, target); rerr != errNoRenameNoReplace {
-			return rerr
+	// hard links (EPERM); rename without replacing is just as atomic.
+	err = d.renameNoReplace(tmp, target)
+	if err == nil || errors.Is(err, fs.ErrExist) || !unsupported(err, syscall.EINVAL) {
+		return err
+	}
+	// Their FUSE drivers, the way to mount them where the kernel has no
+	// driver, have no such rename either (the kernel answers EINVAL).
+	return d.renameLocked(tmp, target)
+}
+
+// unsupported reports whether err says that the filesystem or system
+// lacks an operation: ENOSYS, EOPNOTSUPP, or also, the answer particular
+// to the operation.
+func unsupported(err error, also syscall.Errno) bool {
+	return errors.Is(err, also) || errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.ENOTSUP) ||
+		errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, errNoRenameNoReplace)
+}
+
+// renameLocked renames tmp to target unless target exists, on filesystems
+// with neither hard links nor rename without replacing. rename(2) replaces
+// an existing name, so the check and the rename happen under an exclusive
+// flock(2) on the spool's top directory: two Puts on this machine never
+// both find a name free. doc.go says what the lock cannot keep out.
+func (d *Dir) renameLocked(tmp, target string) error {
+	fd, err := syscall.Open(d.root, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return &fs.PathError{Op: "open", Path: d.root, Err: err}
+	}
+	defer syscall.Close(fd) // releases the lock
+	for {
+		err = syscall.Flock(fd, syscall.LOCK_EX)
+		if err != syscall.EINTR {
+			break
 		}
 	}
-	return err
+	if err != nil {
+		return &fs.PathError{Op: "lock", Path: d.root, Err: err}
+	}
+	if _, err := os.Lstat(target); err == nil {
+		return &os.LinkError{Op: "rename", Old: tmp, New: target, Err: syscall.EEXIST}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return os.Rename(tmp, target)
 }
 
 // errNoRenameNoReplace is renameNoReplace's answer where the system has no

@@ -73,46 +73,64 @@ func TestListReadsOnlyThePrefix(t *testing.T) {
 }
 
 // TestNoHardLinks: on a filesystem without hard links (FAT on a USB stick)
-// Put falls back to a rename that never replaces, keeping create-if-absent.
+// Put falls back to a rename that never replaces, keeping create-if-absent:
+// the kernel's rename without replacing where the filesystem has it, else
+// (FAT and exFAT through FUSE) a rename under a lock.
 func TestNoHardLinks(t *testing.T) {
-	d := openTestDir(t)
-	links := 0
-	d.link = func(oldname, newname string) error {
-		links++
-		return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: syscall.EPERM}
-	}
-	ctx := t.Context()
-	if err := d.Put(ctx, "a/b", []byte("one")); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := d.Get(ctx, "a/b", 0); err != nil || string(got) != "one" {
-		t.Fatalf("Get = %q, %v", got, err)
-	}
-	// A racing writer that lost: the name exists when it renames.
-	if err := d.Put(ctx, "a/c", []byte("first")); err != nil {
-		t.Fatal(err)
-	}
-	tmp, err := d.writeTemp("a/c", []byte("second"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.place(tmp, d.file("a/c")); !errors.Is(err, fs.ErrExist) {
-		t.Errorf("rename over an existing object: %v, want ErrExist", err)
-	}
-	os.Remove(tmp)
-	if got, _ := d.Get(ctx, "a/c", 0); string(got) != "first" {
-		t.Errorf("the losing writer replaced the object: %q", got)
-	}
-	if err := d.Put(ctx, "a/c", []byte("second")); !errors.Is(err, ErrConflict) {
-		t.Errorf("Put of different bytes: %v, want ErrConflict", err)
-	}
-	if links == 0 {
-		t.Error("the link seam was not used")
-	}
-	n := 0
-	d.Temps(ctx, func(string, time.Duration) error { n++; return nil })
-	if n != 0 {
-		t.Errorf("%d temp files left", n)
+	for _, tc := range []struct {
+		name     string
+		noRename bool
+	}{
+		{"renameat2", false},
+		{"locked rename", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := openTestDir(t)
+			links, renames := 0, 0
+			d.link = func(oldname, newname string) error {
+				links++
+				return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: syscall.EPERM}
+			}
+			if tc.noRename {
+				d.renameNoReplace = func(oldname, newname string) error {
+					renames++
+					return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: syscall.EINVAL}
+				}
+			}
+			ctx := t.Context()
+			if err := d.Put(ctx, "a/b", []byte("one")); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := d.Get(ctx, "a/b", 0); err != nil || string(got) != "one" {
+				t.Fatalf("Get = %q, %v", got, err)
+			}
+			// A racing writer that lost: the name exists when it renames.
+			if err := d.Put(ctx, "a/c", []byte("first")); err != nil {
+				t.Fatal(err)
+			}
+			tmp, err := d.writeTemp("a/c", []byte("second"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.place(tmp, d.file("a/c")); !errors.Is(err, fs.ErrExist) {
+				t.Errorf("rename over an existing object: %v, want ErrExist", err)
+			}
+			os.Remove(tmp)
+			if got, _ := d.Get(ctx, "a/c", 0); string(got) != "first" {
+				t.Errorf("the losing writer replaced the object: %q", got)
+			}
+			if err := d.Put(ctx, "a/c", []byte("second")); !errors.Is(err, ErrConflict) {
+				t.Errorf("Put of different bytes: %v, want ErrConflict", err)
+			}
+			if links == 0 || tc.noRename && renames == 0 {
+				t.Error("the seams were not used")
+			}
+			n := 0
+			d.Temps(ctx, func(string, time.Duration) error { n++; return nil })
+			if n != 0 {
+				t.Errorf("%d temp files left", n)
+			}
+		})
 	}
 }
 

@@ -30,6 +30,17 @@ func TestDirConformance(t *testing.T) {
 	spooltest.Run(t, func(t *testing.T) spool.Spool { return openDir(t) })
 }
 
+// TestDirConformanceLockedRename runs the suite as on FAT or exFAT through
+// FUSE, with neither hard links nor rename without replacing, on any
+// filesystem; TestFAT runs it on the real ones where it may mount them.
+func TestDirConformanceLockedRename(t *testing.T) {
+	spooltest.Run(t, func(t *testing.T) spool.Spool {
+		d := openDir(t)
+		spool.WithoutNoReplace(d)
+		return d
+	})
+}
+
 func listNames(t *testing.T, s spool.Spool, prefix string) []string {
 	t.Helper()
 	var got []string

@@ -3,5 +3,5 @@
 package spool
 
 // renameNoReplace is only available on Linux; elsewhere a filesystem
-// without hard links cannot hold a spool.
+// without hard links gets the locked rename (Dir.renameLocked).
 func renameNoReplace(oldname, newname string) error { return errNoRenameNoReplace }

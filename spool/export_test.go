@@ -1,0 +1,22 @@
+package spool
+
+import (
+	"os"
+	"syscall"
+)
+
+// WithoutNoReplace makes d act as on FAT or exFAT mounted through FUSE:
+// link(2) is refused (EPERM) and so is rename without replacing (EINVAL),
+// so every Put takes the locked rename.
+func WithoutNoReplace(d *Dir) {
+	d.link = func(oldname, newname string) error {
+		return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: syscall.EPERM}
+	}
+	d.renameNoReplace = func(oldname, newname string) error {
+		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: syscall.EINVAL}
+	}
+}
+
+// SyncfsTrusted reports whether PutMany makes a batch durable with one
+// syncfs(2) of d's filesystem instead of an fsync per file.
+func SyncfsTrusted(d *Dir) bool { return d.syncfs() == nil }
