@@ -44,9 +44,9 @@ func PutMany(ctx context.Context, sp Spool, objs []Object) error {
 
 // putMany writes every temp file unsynced, makes them all durable with one
 // syncfs(2) of the spool's filesystem (or an fsync per file where syncfs
-// fails), links each under its name exactly as Put does, and syncs each
-// directory that gained a name once. A crash at any point leaves each object
-// absent or whole, as with Put.
+// fails or does not reach the disk), places each under its name exactly as
+// Put does, and syncs each directory that gained a name once. A crash at any
+// point leaves each object absent or whole, as with Put.
 func (d *Dir) putMany(ctx context.Context, objs []Object) error {
 	type pending struct {
 		name, target, tmp string
@@ -112,14 +112,27 @@ func (d *Dir) putMany(ctx context.Context, objs []Object) error {
 	return nil
 }
 
+// syncfs syncs the spool's filesystem. It refuses FUSE, where syncfs(2)
+// succeeds without asking the driver to write anything (the kernel passes
+// it on only to virtiofs), so that each file gets an fsync, which reaches
+// the driver.
 func (d *Dir) syncfs() error {
 	f, err := os.Open(d.root)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(int(f.Fd()), &st); err != nil {
+		return err
+	}
+	if st.Type == unix.FUSE_SUPER_MAGIC {
+		return errSyncfsFUSE
+	}
 	return unix.Syncfs(int(f.Fd()))
 }
+
+var errSyncfsFUSE = errors.New("syncfs does not reach a FUSE driver")
 
 func fsyncFile(path string) error {
 	f, err := os.Open(path)
