@@ -1,8 +1,12 @@
 #!/bin/sh
 # Install what the tests need on a fresh Debian machine with Go: the Debian
-# tools the package and man page tests drive, and the S3 server the object
-# store tests run against. Run by `make test` (and so by CI) before the tests.
+# tools the package and man page tests drive, the FUSE drivers and mkfs/fsck
+# of FAT and exFAT the USB stick tests mount images with, and the S3 server
+# the object store tests run against. Run by `make test` (and so by CI)
+# before the tests.
 set -eu
+# have CMD: CMD is installed, also in an sbin directory not on PATH.
+have() { command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ]; }
 need=""
 command -v dpkg-deb >/dev/null || need="$need dpkg"
 command -v dpkg-scanpackages >/dev/null || need="$need dpkg-dev"
@@ -10,6 +14,10 @@ command -v apt-get >/dev/null || need="$need apt"
 command -v systemctl >/dev/null || need="$need systemd"
 command -v mandoc >/dev/null || need="$need mandoc"
 command -v rsync >/dev/null || need="$need rsync"
+have fusefat || need="$need fusefat"
+have mount.exfat-fuse || need="$need exfat-fuse"
+have mkfs.vfat || need="$need dosfstools"
+have mkfs.exfat || need="$need exfatprogs"
 if [ -n "$need" ]; then
 	if [ "$(id -u)" != 0 ]; then
 		echo "test-deps: missing Debian packages:$need; install them as root (apt-get install$need)" >&2
