@@ -74,7 +74,7 @@
 // below the spool directory, so a spool can be copied with cp -a, rsync or
 // tar, and merging two copies is copying one over the other without
 // replacing files. Object files are created read-only (0444 less the
-// umask); directories 0777 less the umask.
+// umask) where the filesystem keeps modes; directories 0777 less the umask.
 //
 // A Put writes the bytes to a temp file named .muster-tmp-<random> in the
 // top directory, fsyncs it, hard-links it under the object's name, fsyncs
@@ -84,7 +84,32 @@
 // the object only once all its bytes are on disk, and a crash leaves either
 // no object or the whole object, plus at most a temp file. Filesystems
 // without hard links (FAT, exFAT) get a rename that refuses to replace
-// (Linux renameat2 RENAME_NOREPLACE) instead.
+// (Linux renameat2 RENAME_NOREPLACE) instead, with the same guarantees.
+//
+// FAT and exFAT mounted through FUSE (fusefat, exfat-fuse: how a USB stick
+// is mounted where the kernel has no driver for it) have neither. There a
+// Put takes an exclusive flock(2) on the spool's top directory, checks
+// that the name is free, renames the temp file onto it with rename(2),
+// which would replace, and lets go. A reader still sees an object whole or
+// not at all, and of two Puts racing for a name on the machine that mounts
+// the filesystem one wins, as both take the lock. That machine is every
+// writer of a stick. What the lock cannot keep out is a writer that does
+// not take it: a cp or rsync writing that very name into the spool at the
+// same moment, or a Put on another machine where a filesystem without
+// either operation is mounted on several at once (a network filesystem
+// through FUSE). There the later of two racing writes wins; keep a spool
+// that several machines write at once on a filesystem with hard links, or
+// in S3.
+//
+// On FAT, being whole on disk is up to the driver and the stick: fsync
+// reaches a FUSE driver, but not every driver passes it on to the device
+// (fusefat does not), and FAT keeps no journal, so a stick pulled out
+// while mounted can lose the newest objects or need fsck.fat, whatever
+// wrote to it. Unmount a stick before pulling it out. syncfs(2) does not
+// reach a FUSE driver at all, so PutMany fsyncs each file there. FAT has
+// no mode bits (objects there are not read-only; nothing relies on it)
+// and its names are case-insensitive and lose trailing dots, which the
+// naming rules allow for.
 //
 // List reads only the directory named by the prefix up to its last "/" and
 // the directories below it that match, sorting each directory's entries so
