@@ -162,13 +162,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	// The mesh's package repository from the spool, verified, before
-	// any package is applied. A repository that cannot be brought up to
-	// date leaves the one from before in place and fails a line.
+	// any package is applied, and only when a package is declared. A spool
+	// that cannot be reached is a temporary failure of the run, before
+	// anything changed, never a failed line: it is no fault of the host.
+	// A repository that does not verify leaves the one from before in
+	// place and fails a line.
 	var repoLines []outcome.Line
-	if !o.DryRun {
+	if !o.DryRun && declaresPackages(nd.Resources) {
 		changed, skipped, err := repo.Materialize(ctx, o.Spool, meshSign, filepath.Join(state, RepoDir))
 		for _, sk := range skipped {
 			res.Warnings = append(res.Warnings, sk+" (not the mesh's; never used)")
+		}
+		if err != nil && unreachable(ctx, err) {
+			return res, fault.New(fault.Temporary, fmt.Errorf("the package repository in spool %s could not be read, nothing was changed: %w", o.Spool, err))
 		}
 		if err != nil {
 			repoLines = append(repoLines, outcome.Line{ID: RepoLineID, Status: outcome.Failed, Detail: err.Error()})
@@ -344,6 +350,23 @@ const (
 	RepoDir    = "repo"
 	RepoLineID = "muster:repository"
 )
+
+// declaresPackages reports whether specs install a package, which may come
+// from the mesh's repository.
+func declaresPackages(specs []resource.Spec) bool {
+	for i := range specs {
+		if specs[i].Kind == resource.Package && !declaredAbsent(&specs[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// unreachable reports whether err is about reaching the spool, which a
+// later run may not meet, rather than about what it holds.
+func unreachable(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, spool.ErrUnavailable) || fault.ClassOf(err) == fault.Temporary
+}
 
 // declaredAbsent: the spec asks for the resource not to exist.
 func declaredAbsent(s *resource.Spec) bool {
