@@ -103,7 +103,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// one stops the run before it touches the system. The generation and
 	// its declaration are fetched meanwhile: that only reads the spool
 	// (and fills the declaration cache).
-	st, hadState, err := loadState(state)
+	key, err := newStateKey(o.Identity.Pair.Sign)
+	if err != nil {
+		return nil, err
+	}
+	st, hadState, err := loadState(state, key)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +119,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	start := o.Now()
 	fetched := make(chan fetch, 1)
 	go func() { fetched <- fetchNewest(ctx, o, meshSign, nodeID, st) }()
-	led, hadLedger, err := loadLedger(state)
+	led, hadLedger, err := loadLedger(state, key)
 	if err != nil {
 		<-fetched
 		return nil, err
@@ -157,8 +161,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		notes = append(notes, fmt.Sprintf("ledger rebuilt from the mesh's recovery copy (%d resources, reported by %s)", len(led), from))
 	}
-	if !hadState && hadLedger {
-		notes = append(notes, "state file was missing: started from the newest committed generation")
+	if !hadState {
+		// The mesh must see it: a host whose state was removed no
+		// longer knows what it applied, so rollback protection starts
+		// again from here.
+		notes = append(notes, "started without state (no state.toml): a first run, or the host's state was removed; it took the newest committed generation for it")
 	}
 
 	// The mesh's package repository from the spool, verified, before
@@ -278,7 +285,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	if !sameLedger(led, newLedger) || !hadLedger {
-		if err := saveLedger(state, newLedger); err != nil {
+		if err := saveLedger(state, key, newLedger); err != nil {
 			return nil, err
 		}
 	}
@@ -289,7 +296,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		st.Generation, st.Run, st.Commit = gen, commit.Run, commit.Digest
 		st.FailedVersions = up.Failed()
-		if err := saveState(state, st); err != nil {
+		if err := saveState(state, key, st); err != nil {
 			return nil, err
 		}
 	}

@@ -1,7 +1,12 @@
 package apply
 
 import (
+	"bytes"
+	"crypto/ed25519"
 	"fmt"
+	"strings"
+
+	"github.com/muster-tool/muster/internal/fault"
 	"os"
 	"path/filepath"
 	"testing"
@@ -29,10 +34,11 @@ func TestLedgerRoundTrip(t *testing.T) {
 		want[e.ID] = e
 	}
 	dir := t.TempDir()
-	if err := saveLedger(dir, want); err != nil {
+	key := testKey(t)
+	if err := saveLedger(dir, key, want); err != nil {
 		t.Fatal(err)
 	}
-	got, ok, err := loadLedger(dir)
+	got, ok, err := loadLedger(dir, key)
 	if err != nil || !ok {
 		t.Fatalf("load: %v, %v", ok, err)
 	}
@@ -43,8 +49,64 @@ func TestLedgerRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(entries) + 1; countLines(data) != n {
-		t.Errorf("ledger has %d lines, want %d (one per entry and the header):\n%s", countLines(data), n, data)
+	if n := len(entries) + 2; countLines(data) != n {
+		t.Errorf("ledger has %d lines, want %d (one per entry, the header and the mac):\n%s", countLines(data), n, data)
+	}
+}
+
+func testKey(t testing.TB) stateKey {
+	_, sign, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := newStateKey(sign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// The state files are authenticated under the host's key: an edit, a
+// file of another host, a file cut short or without its line is refused,
+// never read as state.
+func TestStateFilesAuthenticated(t *testing.T) {
+	dir := t.TempDir()
+	key := testKey(t)
+	st := &State{Generation: 3, Run: "0123456789abcdef", Commit: "sha256:00"}
+	if err := saveState(dir, key, st); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := loadState(dir, key); err != nil || !ok || got.Generation != 3 {
+		t.Fatalf("load: %+v %v %v", got, ok, err)
+	}
+	path := filepath.Join(dir, stateFile)
+	good, _ := os.ReadFile(path)
+	for name, data := range map[string][]byte{
+		"generation edited": bytes.Replace(good, []byte("generation = 3"), []byte("generation = 2"), 1),
+		"line removed":      good[:bytes.LastIndex(good, []byte(macPrefix))],
+		"cut short":         good[:len(good)-5],
+		"another host's":    append(testKey(t).seal(good[:bytes.LastIndex(good, []byte(macPrefix))])[:0:0], testKey(t).seal(good[:bytes.LastIndex(good, []byte(macPrefix))])...),
+	} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := loadState(dir, key)
+		if err == nil || !strings.Contains(err.Error(), "does not authenticate") || !strings.Contains(fault.HintOf(err), "mv "+path) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	l := ledger.Ledger{}
+	e := ledger.Entry{Kind: resource.File, Path: "/etc/motd", Created: true}
+	e.ID = e.Spec().ID()
+	l[e.ID] = e
+	if err := saveLedger(dir, key, l); err != nil {
+		t.Fatal(err)
+	}
+	lpath := filepath.Join(dir, ledgerFile)
+	data, _ := os.ReadFile(lpath)
+	os.WriteFile(lpath, bytes.Replace(data, []byte("created"), []byte("-"), 1), 0o600)
+	if _, _, err := loadLedger(dir, key); err == nil || !strings.Contains(err.Error(), "does not authenticate") {
+		t.Errorf("ledger edited: %v", err)
 	}
 }
 
@@ -66,11 +128,12 @@ func BenchmarkLedgerLoad1000(b *testing.B) {
 		l[e.ID] = e
 	}
 	dir := b.TempDir()
-	if err := saveLedger(dir, l); err != nil {
+	key := testKey(b)
+	if err := saveLedger(dir, key, l); err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if _, _, err := loadLedger(dir); err != nil {
+		if _, _, err := loadLedger(dir, key); err != nil {
 			b.Fatal(err)
 		}
 	}

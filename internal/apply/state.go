@@ -86,7 +86,7 @@ func recoverHint(path string) string {
 }
 
 // loadState reads state.toml; a missing file is a host with no state.
-func loadState(dir string) (*State, bool, error) {
+func loadState(dir string, key stateKey) (*State, bool, error) {
 	path := filepath.Join(dir, stateFile)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -96,6 +96,9 @@ func loadState(dir string) (*State, bool, error) {
 		return nil, false, err
 	}
 	var s State
+	if data, err = key.open(data); err != nil {
+		return nil, false, fault.WithHint(fault.Refusedf("state file %s refused: %v", path, err), recoverHint(path))
+	}
 	err = tomlfile.Decode(data, &s)
 	if err == nil && s.Version != stateVersion {
 		err = fmt.Errorf("unknown version %d", s.Version)
@@ -106,13 +109,13 @@ func loadState(dir string) (*State, bool, error) {
 	return &s, true, nil
 }
 
-func saveState(dir string, s *State) error {
+func saveState(dir string, key stateKey, s *State) error {
 	s.Version = stateVersion
 	data, err := tomlfile.Encode("# muster host state: written by muster apply; see muster-apply(1)", s)
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(dir, stateFile), data, 0o600)
+	return atomicfile.WriteFile(filepath.Join(dir, stateFile), key.seal(data), 0o600)
 }
 
 // The ledger is a text file of one line per owned resource, read on every
@@ -130,7 +133,7 @@ func saveState(dir string, s *State) error {
 const ledgerHeader = "# muster ledger 1: what this host owns; written by muster apply, see muster-apply(1)"
 
 // loadLedger reads the ledger; a missing file returns ok=false.
-func loadLedger(dir string) (ledger.Ledger, bool, error) {
+func loadLedger(dir string, key stateKey) (ledger.Ledger, bool, error) {
 	path := filepath.Join(dir, ledgerFile)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -138,6 +141,9 @@ func loadLedger(dir string) (ledger.Ledger, bool, error) {
 	}
 	if err != nil {
 		return nil, false, err
+	}
+	if data, err = key.open(data); err != nil {
+		return nil, false, fault.WithHint(fault.Refusedf("ledger %s refused: %v", path, err), recoverHint(path))
 	}
 	// The entries' strings point into the file's bytes, which are never
 	// written again: every page a fresh process touches costs it a fault.
@@ -208,7 +214,7 @@ func parseLedger(text string) (ledger.Ledger, error) {
 	return l, nil
 }
 
-func saveLedger(dir string, l ledger.Ledger) error {
+func saveLedger(dir string, key stateKey, l ledger.Ledger) error {
 	var b strings.Builder
 	b.WriteString(ledgerHeader + "\n")
 	for _, e := range l.Entries() {
@@ -228,7 +234,7 @@ func saveLedger(dir string, l ledger.Ledger) error {
 		}
 		b.WriteString(string(e.Kind) + "\t" + where + "\t" + created + "\t" + digest + "\n")
 	}
-	return atomicfile.WriteFile(filepath.Join(dir, ledgerFile), []byte(b.String()), 0o600)
+	return atomicfile.WriteFile(filepath.Join(dir, ledgerFile), key.seal([]byte(b.String())), 0o600)
 }
 
 func needsQuote(s string) bool {
