@@ -176,7 +176,7 @@ func open(data []byte, c Context, identity age.Identity, expect ed25519.PublicKe
 	}
 	// DecryptReaderAt authenticates the final chunk, so the plaintext
 	// size it returns is the one the writer produced.
-	r, size, err := age.DecryptReaderAt(bytes.NewReader(body), int64(len(body)), fastIdentity(identity))
+	r, size, err := age.DecryptReaderAt(bytes.NewReader(body), int64(len(body)), identity)
 	if err != nil {
 		if nim := (*age.NoIdentityMatchError)(nil); errors.As(err, &nim) {
 			return nil, nil, refuse(subj, ErrWrongRecipient, "no recipient stanza opens with this identity (stanzas: %d); it is encrypted to other keys, or damaged", ai.recipients)
