@@ -33,6 +33,12 @@ func NewKeyFromSeed(seed []byte) ed25519.PrivateKey {
 	if len(seed) != ed25519.SeedSize || withTable() {
 		return ed25519.NewKeyFromSeed(seed)
 	}
+	return newKeyFromSeed(seed)
+}
+
+// newKeyFromSeed is NewKeyFromSeed without the table, for a seed of the
+// right size.
+func newKeyFromSeed(seed []byte) ed25519.PrivateKey {
 	h := sha512.Sum512(seed)
 	s, err := edwards25519.NewScalar().SetBytesWithClamping(h[:32])
 	if err != nil {
@@ -51,6 +57,11 @@ func Sign(priv ed25519.PrivateKey, msg []byte) []byte {
 	if len(priv) != ed25519.PrivateKeySize || withTable() {
 		return ed25519.Sign(priv, msg)
 	}
+	return sign(priv, msg)
+}
+
+// sign is Sign without the table, for a private key of the right size.
+func sign(priv ed25519.PrivateKey, msg []byte) []byte {
 	seed, pub := priv[:ed25519.SeedSize], priv[ed25519.SeedSize:]
 	h := sha512.Sum512(seed)
 	s, err := edwards25519.NewScalar().SetBytesWithClamping(h[:32])

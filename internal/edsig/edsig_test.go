@@ -7,9 +7,31 @@ import (
 	"testing"
 )
 
-// Keys and signatures are crypto/ed25519's, byte for byte, before and
-// after the hand-over to it.
-func TestSameAsStandardLibrary(t *testing.T) {
+// edsig's own path makes crypto/ed25519's keys and signatures, byte for
+// byte. It is called directly, so every run tests it whatever the order
+// of tests and however many keys the process made before.
+func TestOwnPathSameAsStandardLibrary(t *testing.T) {
+	for i := range 200 {
+		seed := make([]byte, ed25519.SeedSize)
+		rand.Read(seed)
+		msg := make([]byte, i*37%1500)
+		rand.Read(msg)
+		want := ed25519.NewKeyFromSeed(seed)
+		got := newKeyFromSeed(seed)
+		if !got.Equal(want) {
+			t.Fatalf("key %d: %x, want %x", i, got, want)
+		}
+		sig := sign(got, msg)
+		if wantSig := ed25519.Sign(want, msg); string(sig) != string(wantSig) {
+			t.Fatalf("signature %d: %x, want %x", i, sig, wantSig)
+		}
+	}
+}
+
+// The exported functions give the same keys and signatures before and
+// after the hand-over to crypto/ed25519, and take edsig's own path first.
+func TestHandOver(t *testing.T) {
+	uses.Store(0)
 	for i := range 3 * tableAfter {
 		seed := make([]byte, ed25519.SeedSize)
 		rand.Read(seed)
@@ -28,17 +50,19 @@ func TestSameAsStandardLibrary(t *testing.T) {
 			t.Fatalf("signature %d does not verify", i)
 		}
 	}
+	if uses.Load() != 6*tableAfter {
+		t.Fatalf("%d uses counted, want %d", uses.Load(), 6*tableAfter)
+	}
 }
 
-// RFC 8032, section 7.1, TEST 3.
+// RFC 8032, section 7.1, TEST 3, on edsig's own path.
 func TestVector(t *testing.T) {
-	uses.Store(0)
 	seed := unhex(t, "c5aa8df43f9f837bedb7442f31dcb7b166d38535076f094b85ce3a2e0b4458f7")
-	priv := NewKeyFromSeed(seed)
+	priv := newKeyFromSeed(seed)
 	if got, want := priv[32:], unhex(t, "fc51cd8e6218a1a38da47ed00230f0580816ed13ba3303ac5deb911548908025"); string(got) != string(want) {
 		t.Errorf("public key %x, want %x", got, want)
 	}
-	sig := Sign(priv, unhex(t, "af82"))
+	sig := sign(priv, unhex(t, "af82"))
 	want := unhex(t, "6291d657deec24024827e69c3abe01a30ce548a284743a445e3680d7db5ac3ac18ff9b538d16f290ae67f760984dc6594a7c15e9716ed28dc027beceea1ec40a")
 	if string(sig) != string(want) {
 		t.Errorf("signature %x, want %x", sig, want)
