@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"strings"
 	"testing"
 
 	"filippo.io/age"
@@ -75,29 +74,5 @@ func TestX25519SealToLowOrderPointRefused(t *testing.T) {
 		if _, err := fastRecipients([]age.Recipient{r})[0].Wrap(make([]byte, 16)); err == nil {
 			t.Errorf("%s: wrapped a file key for a low-order point", s)
 		}
-	}
-}
-
-func TestDecodeAgeKey(t *testing.T) {
-	a, _ := age.GenerateX25519Identity()
-	pub := a.Recipient().String()
-	if _, err := decodeAgeKey(pub, "age"); err != nil {
-		t.Fatalf("%s: %v", pub, err)
-	}
-	if _, err := decodeAgeKey(a.String(), "age-secret-key-"); err != nil {
-		t.Fatalf("secret key: %v", err)
-	}
-	bad := []byte(pub)
-	bad[10] = 'q'
-	if pub[10] == 'q' {
-		bad[10] = 'p'
-	}
-	for _, s := range []string{string(bad), strings.ToUpper(pub[:5]) + pub[5:], "age1", pub[:len(pub)-1]} {
-		if _, err := decodeAgeKey(s, "age"); err == nil {
-			t.Errorf("%q decoded", s)
-		}
-	}
-	if _, err := decodeAgeKey(pub, "age-secret-key-"); err == nil {
-		t.Error("public key decoded as a secret key")
 	}
 }

@@ -161,8 +161,9 @@ func cmdEnrolAdmit() *Command {
 		Short: "admit pending join requests",
 		Long: `Admit every pending join request in the spool. Each is checked: the proof
 was made with the token it names, the token was issued by this mesh, has not
-expired and was not used before, and a plain token does not take over an
-enrolled name. Admitting a re-enrolment revokes the previous identity at that
+expired and was not used before, a plain token does not take over an
+enrolled name, and the host keys can be trusted (an age key of low order,
+or a signing key of small order, is refused, naming it). Admitting a re-enrolment revokes the previous identity at that
 moment. Each admission is one atomic write, so nothing is ever half-admitted;
 each refusal is printed with its reason and recorded, so it is decided once.
 
@@ -445,8 +446,9 @@ func cmdEnrolJoin() *Command {
 keep it. Whitespace around a pasted token is ignored.
 
 join checks the token's checksum and expiry, reads the mesh's public keys from
-the spool and pins them only if they match the fingerprint the token carries,
-creates the host's key pair in the state directory (keys 0600, directory
+the spool and pins them only if they match the fingerprint the token carries
+and can be trusted (a signing key of small order, or an age key of low order,
+is refused), creates the host's key pair in the state directory (keys 0600, directory
 0700), writes the host config (--config: spool, node name, state directory),
 runs and sends a briefing, and writes the join request, signed by the host key
 and by the token's proof and encrypted to the mesh. The mesh admits it on its

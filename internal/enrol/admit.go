@@ -13,6 +13,7 @@ import (
 	"filippo.io/age"
 
 	"github.com/muster-tool/muster/internal/bundle"
+	"github.com/muster-tool/muster/internal/keys"
 	"github.com/muster-tool/muster/internal/mesh"
 	"github.com/muster-tool/muster/internal/workpool"
 	"github.com/muster-tool/muster/spool"
@@ -269,10 +270,18 @@ func decodePending(ctx context.Context, m *mesh.Mesh, reg *Registry, byToken map
 				return err
 			}
 			req, err := decodeJoin(data, m, tid, fp)
-			if err != nil {
+			switch {
+			case err != nil:
 				p.invalid = "cannot be verified: " + err.Error()
-			} else {
+			default:
 				p.req = req
+				// A key that cannot be trusted is refused whatever the
+				// token says: nothing could be sealed to the host, or
+				// anyone could sign as it.
+				if err := req.Host.Vet(); err != nil {
+					p.invalid = "its host keys cannot be trusted: " + err.Error()
+					break
+				}
 				if p.issued, err = reg.issued(ctx, m, &mu, tid); err != nil {
 					return err
 				}
@@ -467,13 +476,13 @@ func (d *decision) seal(m *mesh.Mesh, now time.Time) error {
 }
 
 // refusalReaders are who can read a refusal: the mesh, and the host that
-// asked when its request could be read, so that the host can say why it
-// was refused (see ReadJoinState). Only the holder of the key that signed the
-// request reads it.
+// asked when its request could be read and its age key can be sealed to,
+// so that the host can say why it was refused (see ReadJoinState). Only
+// the holder of the key that signed the request reads it.
 func refusalReaders(m *mesh.Mesh, p *pendingJoin) []age.Recipient {
 	readers := []age.Recipient{m.Pair.Age.Recipient()}
 	if p.req != nil {
-		if r, err := p.req.Host.Recipient(); err == nil {
+		if r, err := p.req.Host.Recipient(); err == nil && keys.VetRecipient(r) == nil {
 			readers = append(readers, r)
 		}
 	}

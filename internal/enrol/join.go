@@ -113,9 +113,20 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	pair, err := keys.Generate()
+	// Keys the mesh could not have made: anyone could sign declarations
+	// as the mesh, or nothing could be sealed to it.
+	if err := pub.Keys.Vet(); err != nil {
+		return nil, fault.WithHint(fmt.Errorf("mesh keys in spool %s: %w", sp, err),
+			"do not join this spool: its mesh keys were not made by muster init")
+	}
+	pair, err := generateKeys()
 	if err != nil {
 		return nil, err
+	}
+	// The mesh refuses such keys at admission too; a host that made one
+	// says so now instead of waiting to be refused.
+	if err := pair.Public().Vet(); err != nil {
+		return nil, fault.WithHint(fmt.Errorf("the new host key pair: %w", err), "run join again to make another key pair")
 	}
 	restore, discard := func() error { return nil }, func() error { return nil }
 	if o.Force {
@@ -192,6 +203,10 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 	}
 	return res, nil
 }
+
+// generateKeys makes the host's key pair; tests replace it to make one
+// that must be refused.
+var generateKeys = keys.Generate
 
 // SendBriefing runs the checks and writes the briefing, signed by the host
 // and encrypted to the mesh, to the spool.
