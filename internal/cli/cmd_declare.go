@@ -36,7 +36,10 @@ Nodes act only on committed generations. If another declare commits N+1 first,
 this one compares again and writes N+2 (after three lost races it gives up
 with a temporary failure). Ineligible nodes get nothing new and are listed
 with their failed briefing lines; nodes no role selects are listed as
-unmatched and get nothing new either.
+unmatched and get nothing new either. A node whose bundle cannot be sealed
+(an identity an older muster admitted with an age key of low order) is
+listed as unsealable with the reason and gets nothing new; the other nodes
+still get the generation.
 
 declare does not wait for nodes: it prints
 'generation N declared: K nodes, I ineligible, U unmatched' and exits. Follow
@@ -135,6 +138,9 @@ generate-config | muster declare --json -`,
 				for _, w := range res.Warnings {
 					env.Warnf("%s", w)
 				}
+				for _, u := range res.Unsealable {
+					env.Warnf("%s gets nothing new: its bundle cannot be sealed; give it a new key pair: muster enrol issue %s --reenrol, then join the host again with that token and --force", u.Name, u.Name)
+				}
 				if *asJSON {
 					return writeJSON(env.Stdio.Out, struct {
 						Version int `json:"version"`
@@ -218,6 +224,9 @@ func printDeclare(w io.Writer, r *declare.Result) {
 	}
 	for _, u := range r.Unmatched {
 		fmt.Fprintf(w, "unmatched: %s (no role selects it)\n", u)
+	}
+	for _, u := range r.Unsealable {
+		fmt.Fprintf(w, "unsealable: %s (identity %s): %s\n", u.Name, u.NodeID, u.Reason)
 	}
 }
 

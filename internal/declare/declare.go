@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/muster-tool/muster/internal/brief"
@@ -72,6 +73,15 @@ type Ineligible struct {
 	Failed []outcome.Line `json:"failed_lines"`
 }
 
+// Unsealable is a node that gets nothing new because its bundle cannot be
+// sealed, with the reason: its age key is of low order (an identity an
+// older muster admitted), or sealing failed otherwise.
+type Unsealable struct {
+	Name   string `json:"name"`
+	NodeID string `json:"node_id"`
+	Reason string `json:"reason"`
+}
+
 // Result says what declare did (or, with DryRun, would do).
 type Result struct {
 	// Generation is the generation committed, the one that would be
@@ -90,6 +100,8 @@ type Result struct {
 	Nodes      []NodeChange `json:"nodes"`
 	Ineligible []Ineligible `json:"ineligible"`
 	Unmatched  []string     `json:"unmatched"`
+	// Unsealable nodes are listed as ineligible in the manifest.
+	Unsealable []Unsealable `json:"unsealable"`
 	Warnings   []string     `json:"warnings,omitempty"`
 }
 
@@ -136,6 +148,9 @@ func Declare(ctx context.Context, m *mesh.Mesh, reg *enrol.Registry, briefs map[
 				return nil, err
 			}
 		}
+		if err := p.vetNew(ctx, prevMan); err != nil {
+			return nil, err
+		}
 		res, err := p.compare(prevGen, prevMan)
 		if err != nil {
 			return nil, err
@@ -160,6 +175,7 @@ func Declare(ctx context.Context, m *mesh.Mesh, reg *enrol.Registry, briefs map[
 		c, err := p.write(ctx, m, res.Generation, prev, o)
 		if err == nil {
 			res.Run, res.Commit = c.Run, c.Digest
+			res.dropUnsealable(p.unsealable)
 			if err := m.RecordHead(mesh.Head{Generation: c.Generation, Commit: c.Digest, CommittedAt: c.DeclaredAt}); err != nil {
 				res.Warnings = append(res.Warnings, fmt.Sprintf("generation %d is committed, but %s could not remember it: %v", c.Generation, mesh.HeadPath(m.Dir), err))
 			}
@@ -174,6 +190,20 @@ func Declare(ctx context.Context, m *mesh.Mesh, reg *enrol.Registry, briefs map[
 			return nil, fault.WithHint(fault.New(fault.Temporary, err), "run declare again")
 		}
 	}
+}
+
+// dropUnsealable takes the nodes whose bundle could not be sealed out of
+// r's nodes and lists them as unsealable.
+func (r *Result) dropUnsealable(us []Unsealable) {
+	r.Unsealable = us
+	if len(us) == 0 {
+		return
+	}
+	gone := make(map[string]bool, len(us))
+	for _, u := range us {
+		gone[u.NodeID] = true
+	}
+	r.Nodes = slices.DeleteFunc(r.Nodes, func(n NodeChange) bool { return gone[n.NodeID] })
 }
 
 // lostRace: another declare committed the generation first.

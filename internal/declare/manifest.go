@@ -52,7 +52,7 @@ func manifestOf(ctx context.Context, m *mesh.Mesh, c *generation.Commit) (*gener
 func (p *plan) manifest(gen uint64, run string, now time.Time) *generation.Manifest {
 	man := &generation.Manifest{
 		Version: generation.FormatVersion, Generation: gen, Run: run, DeclaredAt: now,
-		Nodes: make([]generation.ManifestNode, len(p.nodes)), Ineligible: names(p.ineligible), Unassigned: p.unmatched,
+		Nodes: make([]generation.ManifestNode, len(p.nodes)), Ineligible: p.ineligibleNames(), Unassigned: p.unmatched,
 		Resources: make([]generation.ManifestResource, len(p.table)),
 	}
 	for i, e := range p.table {

@@ -2,10 +2,12 @@ package declare
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -15,8 +17,10 @@ import (
 	"github.com/muster-tool/muster/internal/declaration"
 	"github.com/muster-tool/muster/internal/enrol"
 	"github.com/muster-tool/muster/internal/generation"
+	"github.com/muster-tool/muster/internal/keys"
 	"github.com/muster-tool/muster/internal/outcome"
 	"github.com/muster-tool/muster/internal/resource"
+	"github.com/muster-tool/muster/internal/workpool"
 )
 
 // plan is a resolved declaration ready to be compared and written: what
@@ -27,6 +31,7 @@ type plan struct {
 	table      []*entry   // every distinct resource the nodes have, in manifest order
 	ineligible []Ineligible
 	unmatched  []string
+	unsealable []Unsealable // sorted by name
 	warnings   []string
 }
 
@@ -61,7 +66,7 @@ func newPlan(reg *enrol.Registry, briefs map[string]*brief.Briefing, decl *decla
 		nodes[i] = declaration.Node{Name: id.Name, Labels: id.Labels}
 		byName[id.Name] = id
 	}
-	p := &plan{prune: decl.Prune(), nodes: make([]nodePlan, 0, len(active)), ineligible: []Ineligible{}, unmatched: []string{}}
+	p := &plan{prune: decl.Prune(), nodes: make([]nodePlan, 0, len(active)), ineligible: []Ineligible{}, unmatched: []string{}, unsealable: []Unsealable{}}
 	b := &planner{p: p, cache: newEntryCache(), shared: map[*resource.Spec]sharedList{}}
 	// Each node's resources are turned into entries as they are resolved
 	// and then dropped: with a node section of its own, each node's are a
@@ -205,6 +210,97 @@ func (p *plan) makeTable(c *entryCache) {
 
 func byID(a, b *entry) int { return strings.Compare(a.id, b.id) }
 
+// vetNew moves the nodes whose age key nothing can be sealed to from the
+// plan's nodes to its unsealable ones, before anything is compared or
+// written, so that a dry run shows them and an unchanged declaration stays
+// unchanged. A node that prev, the newest committed generation, assigned
+// under the same identity was sealed to then, and an identity's keys never
+// change: only the others are checked, which in a settled fleet is none.
+func (p *plan) vetNew(ctx context.Context, prev *generation.Manifest) error {
+	sealed := map[string]bool{}
+	if prev != nil {
+		sealed = make(map[string]bool, len(prev.Nodes))
+		for _, n := range prev.Nodes {
+			sealed[n.NodeID] = true
+		}
+	}
+	var todo []int
+	for i, np := range p.nodes {
+		if !sealed[np.id.NodeID] {
+			todo = append(todo, i)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	reasons := make([]string, len(p.nodes))
+	err := workpool.Run(ctx, len(todo), runtime.GOMAXPROCS(0), func(j int) error {
+		i := todo[j]
+		r, err := p.nodes[i].id.Host.Recipient()
+		if err == nil {
+			err = keys.VetRecipient(r)
+		}
+		if err != nil {
+			reasons[i] = err.Error()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	p.drop(reasons)
+	return nil
+}
+
+// drop moves node i from the plan's nodes to its unsealable ones, with
+// the reason, for each reasons[i] that is not empty, and takes out of the
+// manifest's table the resources no node has any more.
+func (p *plan) drop(reasons []string) {
+	kept, n := p.nodes[:0], len(p.unsealable)
+	for i, np := range p.nodes {
+		if reasons[i] == "" {
+			kept = append(kept, np)
+			continue
+		}
+		p.unsealable = append(p.unsealable, Unsealable{Name: np.id.Name, NodeID: np.id.NodeID, Reason: reasons[i]})
+	}
+	if len(p.unsealable) == n {
+		return
+	}
+	clear(p.nodes[len(kept):])
+	p.nodes = kept
+	slices.SortFunc(p.unsealable, func(a, b Unsealable) int { return strings.Compare(a.Name, b.Name) })
+	used := map[*entry]bool{}
+	for _, np := range p.nodes {
+		for _, e := range np.entries {
+			used[e] = true
+		}
+	}
+	table := p.table[:0]
+	for _, e := range p.table {
+		if used[e] {
+			e.pos = len(table)
+			table = append(table, e)
+		}
+	}
+	clear(p.table[len(table):])
+	p.table = table
+}
+
+// ineligibleNames are the nodes the manifest lists as ineligible: those
+// whose briefing failed and those whose bundle cannot be sealed, by name.
+func (p *plan) ineligibleNames() []string {
+	out := names(p.ineligible)
+	if len(p.unsealable) == 0 {
+		return out
+	}
+	for _, u := range p.unsealable {
+		out = append(out, u.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // nodeDigest covers everything a node's declaration depends on besides
 // its identity and the recovery copy: the prune option and every
 // resource's settings.
@@ -316,7 +412,7 @@ func specDigest(buf *bytes.Buffer, enc *json.Encoder, s *resource.Spec) string {
 // is nil when there is none) and decides whether anything changed.
 func (p *plan) compare(prevGen uint64, prev *generation.Manifest) (*Result, error) {
 	res := &Result{Previous: prevGen, Nodes: make([]NodeChange, 0, len(p.nodes)),
-		Ineligible: p.ineligible, Unmatched: p.unmatched, Warnings: p.warnings}
+		Ineligible: p.ineligible, Unmatched: p.unmatched, Unsealable: p.unsealable, Warnings: p.warnings}
 	var old *oldManifest
 	if prev != nil {
 		var err error
@@ -325,7 +421,7 @@ func (p *plan) compare(prevGen uint64, prev *generation.Manifest) (*Result, erro
 		}
 	}
 	same := old != nil && len(old.m.Nodes) == len(p.nodes) &&
-		slices.Equal(old.m.Ineligible, names(p.ineligible)) && slices.Equal(old.m.Unassigned, p.unmatched)
+		slices.Equal(old.m.Ineligible, p.ineligibleNames()) && slices.Equal(old.m.Unassigned, p.unmatched)
 	for i, np := range p.nodes {
 		nc := NodeChange{Name: np.id.Name, NodeID: np.id.NodeID, Resources: len(np.entries)}
 		var on *generation.ManifestNode

@@ -13,6 +13,7 @@ import (
 
 	"github.com/muster-tool/muster/internal/bundle"
 	"github.com/muster-tool/muster/internal/generation"
+	"github.com/muster-tool/muster/internal/keys"
 	"github.com/muster-tool/muster/internal/ledger"
 	"github.com/muster-tool/muster/internal/mesh"
 	"github.com/muster-tool/muster/internal/tomlfile"
@@ -30,11 +31,15 @@ func (p *plan) write(ctx context.Context, m *mesh.Mesh, gen uint64, prev *genera
 	run := newRunID()
 	now := o.Now.UTC()
 	rec := p.recoveries(o)
+	// A node whose bundle cannot be sealed gets nothing and is listed
+	// with the reason; the others still get the generation.
+	unsealable := make([]string, len(p.nodes))
 	err := pipeline(ctx, len(p.nodes), func(i int) (string, []byte, error) {
 		np := &p.nodes[i]
 		rcpt, err := np.id.Host.Recipient()
 		if err != nil {
-			return "", nil, fmt.Errorf("node %s: identity %s: %w", np.id.Name, np.id.NodeID, err)
+			unsealable[i] = err.Error()
+			return "", nil, nil
 		}
 		buf := buffers.Get().(*bytes.Buffer)
 		defer buffers.Put(buf)
@@ -42,7 +47,11 @@ func (p *plan) write(ctx context.Context, m *mesh.Mesh, gen uint64, prev *genera
 		p.encodeDeclaration(buf, np, gen, run, now, rec, i)
 		data, err := bundle.Seal(buf.Bytes(), generation.DeclCtx(gen, run, np.id.NodeID), m.Pair.Sign, rcpt)
 		if err != nil {
-			return "", nil, fmt.Errorf("node %s: %w", np.id.Name, err)
+			unsealable[i] = "sealing its bundle failed: " + err.Error()
+			if verr := keys.VetRecipient(rcpt); verr != nil {
+				unsealable[i] = verr.Error()
+			}
+			return "", nil, nil
 		}
 		return spool.DeclName(gen, run, np.id.NodeID), data, nil
 	}, func(objs []spool.Object) error {
@@ -51,6 +60,7 @@ func (p *plan) write(ctx context.Context, m *mesh.Mesh, gen uint64, prev *genera
 	if err != nil {
 		return nil, fmt.Errorf("write the declarations of generation %d: %w (nothing was committed)", gen, err)
 	}
+	p.drop(unsealable)
 	data, err := bundle.SealTOML(p.manifest(gen, run, now), generation.ManifestCtx(gen, run), m.Pair.Sign, m.Pair.Age.Recipient())
 	if err != nil {
 		return nil, err
@@ -89,8 +99,8 @@ const (
 )
 
 // pipeline makes objects 0..n-1 with object on a few goroutines and puts
-// them in batches with put on others. It returns the first error; after
-// it, no new work starts.
+// them in batches with put on others; an object with no data is skipped.
+// It returns the first error; after it, no new work starts.
 func pipeline(ctx context.Context, n int, object func(i int) (string, []byte, error), put func(objs []spool.Object) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -135,7 +145,7 @@ func pipeline(ctx context.Context, n int, object func(i int) (string, []byte, er
 	}
 	err := workpool.Run(ctx, n, runtime.GOMAXPROCS(0), func(i int) error {
 		name, data, err := object(i)
-		if err != nil {
+		if err != nil || data == nil {
 			return err
 		}
 		select {
