@@ -18,14 +18,16 @@ func cmdInit() *Command {
 join requests are encrypted to it) and an ed25519 signing key (mesh.sign: it
 signs declarations), each created with mode 0600 in a 0700 directory, plus
 mesh.toml naming the spool. init never overwrites a key: if DIR already holds
-one it stops. It publishes the mesh's public keys in the spool as mesh/keys,
+one it stops. An existing DIR that the group or others can enter is refused
+with the chmod that fixes it, as every command that loads the key refuses a
+key file or directory others can reach. It publishes the mesh's public keys in the spool as mesh/keys,
 refusing a spool that already belongs to a mesh, and prints the public keys.
 If anything fails, nothing is left behind.`,
 		Examples: `# a mesh with a directory spool
 mkdir -p /srv/muster/spool
 muster init --mesh ~/.config/muster/mesh --spool /srv/muster/spool`,
 		Global: []string{"mesh", "spool"},
-		Exits:  []int{ExitFailure, ExitUsage, ExitTemporary},
+		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
 		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
 			return func(env *Env, args []string) error {
 				if err := needArgs(args, 0, 0, ""); err != nil {

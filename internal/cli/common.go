@@ -17,13 +17,9 @@ import (
 	"github.com/muster-tool/muster/internal/mesh"
 )
 
-// openMesh opens the mesh directory and shows any key-permission warnings.
+// openMesh opens the mesh directory.
 func openMesh(env *Env) (*mesh.Mesh, error) {
-	m, err := mesh.Open(env.Ctx, env.Global.Mesh, env.Global.Spool)
-	if m != nil {
-		env.Warn(m.Warnings)
-	}
-	return m, err
+	return mesh.Open(env.Ctx, env.Global.Mesh, env.Global.Spool)
 }
 
 // openHost loads the host config and identity.
@@ -39,9 +35,6 @@ func openHost(env *Env) (*host.Config, *host.Identity, error) {
 		cfg.Spool = env.Global.Spool
 	}
 	id, err := host.LoadIdentity(cfg)
-	if id != nil {
-		env.Warn(id.Warnings)
-	}
 	return cfg, id, err
 }
 

@@ -120,10 +120,9 @@ func WriteConfig(path string, c *Config) error {
 // Identity is what a host holds in its state directory: its key pair, its
 // node id, and the mesh keys it pinned.
 type Identity struct {
-	Node     string
-	Pair     *keys.Pair
-	Mesh     keys.Public
-	Warnings []string
+	Node string
+	Pair *keys.Pair
+	Mesh keys.Public
 }
 
 // NodeID is the host's opaque id in the spool.
@@ -257,9 +256,12 @@ const asideSuffix = ".replaced"
 
 // LoadIdentity reads the identity from the state directory named in c.
 func LoadIdentity(c *Config) (*Identity, error) {
-	pair, warnings, err := keys.Load(c.State, "host")
-	if err != nil {
+	pair, err := keys.Load(c.State, "host")
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fault.WithHint(err, "this host is not enrolled: muster enrol join")
+	}
+	if err != nil {
+		return nil, err
 	}
 	path := filepath.Join(c.State, pinnedFile)
 	var p pinned
@@ -273,5 +275,5 @@ func LoadIdentity(c *Config) (*Identity, error) {
 	if err := p.Mesh.Check(); err != nil {
 		return nil, fmt.Errorf("pinned mesh keys %s: %v", path, err)
 	}
-	return &Identity{Node: c.Node, Pair: pair, Mesh: p.Mesh, Warnings: warnings}, nil
+	return &Identity{Node: c.Node, Pair: pair, Mesh: p.Mesh}, nil
 }

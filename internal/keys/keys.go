@@ -3,9 +3,11 @@
 // The mesh and every host hold one Pair: an age X25519 identity (others
 // encrypt to it) and an ed25519 signing key (it signs what it writes). Secret
 // halves live in files created with O_EXCL and mode 0600 in a 0700
-// directory; loading a secret file that others can read returns a warning.
-// A Public is what others pin: the age recipient and the ed25519 public key,
-// and a Fingerprint derived from both that names the holder in the spool.
+// directory; keys that others can reach are refused, as ssh refuses an
+// open private key. A Public is what others pin: the age recipient and the
+// ed25519 public key, and a Fingerprint derived from both that names the
+// holder in the spool. Vet refuses public keys that parse but cannot be
+// trusted.
 package keys
 
 import (
@@ -26,6 +28,7 @@ import (
 	"filippo.io/age"
 
 	"github.com/muster-tool/muster/internal/atomicfile"
+	"github.com/muster-tool/muster/internal/fault"
 )
 
 const (
@@ -122,8 +125,13 @@ func signFile(dir, role string) string { return filepath.Join(dir, role+".sign")
 // Write stores the secret halves of p in dir as ROLE.age and ROLE.sign,
 // creating dir with mode 0700 if needed. It never overwrites: if either file
 // exists it fails with an error wrapping fs.ErrExist and writes nothing.
+// It refuses, writing nothing, a directory others can reach, as Load does.
 func Write(dir, role string, p *Pair) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	// Load would refuse the keys in a directory others can reach.
+	if err := checkPrivate(dir, nil); err != nil {
 		return err
 	}
 	for _, f := range []string{ageFile(dir, role), signFile(dir, role)} {
@@ -153,25 +161,21 @@ func Exists(dir, role string) bool {
 	return false
 }
 
-// Load reads the pair for role from dir. Warnings name key files (or the
-// directory) that others can read; the caller shows them.
-func Load(dir, role string) (*Pair, []string, error) {
-	var warnings []string
-	if st, err := os.Stat(dir); err == nil && st.Mode().Perm()&0o077 != 0 {
-		warnings = append(warnings, fmt.Sprintf("key directory %s has mode %04o: others can reach the keys; run chmod 700 %s", dir, st.Mode().Perm(), dir))
+// Load reads the pair for role from dir. Like ssh with an open private
+// key, it refuses keys that others can reach: a key directory the group or
+// others can enter, or a key file they can read or write. The refusal is
+// classed fault.Refused, names each, and its hint is the chmod that fixes
+// them. A key file that does not exist is an error wrapping
+// fs.ErrNotExist.
+func Load(dir, role string) (*Pair, error) {
+	if err := checkPrivate(dir, []string{ageFile(dir, role), signFile(dir, role)}); err != nil {
+		return nil, err
 	}
 	read := func(path string) (string, error) {
-		st, err := os.Stat(path)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return "", fmt.Errorf("key file %s does not exist", path)
-			}
-			return "", err
-		}
-		if st.Mode().Perm()&0o077 != 0 {
-			warnings = append(warnings, fmt.Sprintf("key file %s has mode %04o: others can read it; run chmod 600 %s", path, st.Mode().Perm(), path))
-		}
 		b, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", &missingKeyError{path}
+		}
 		if err != nil {
 			return "", err
 		}
@@ -179,20 +183,50 @@ func Load(dir, role string) (*Pair, []string, error) {
 	}
 	at, err := read(ageFile(dir, role))
 	if err != nil {
-		return nil, warnings, err
+		return nil, err
 	}
 	id, err := age.ParseX25519Identity(at)
 	if err != nil {
-		return nil, warnings, fmt.Errorf("key file %s: not an age identity", ageFile(dir, role))
+		return nil, fmt.Errorf("key file %s: not an age identity", ageFile(dir, role))
 	}
 	st, err := read(signFile(dir, role))
 	if err != nil {
-		return nil, warnings, err
+		return nil, err
 	}
 	enc, ok := strings.CutPrefix(st, signSecretPrefix)
 	seed, derr := base64.RawURLEncoding.DecodeString(enc)
 	if !ok || derr != nil || len(seed) != ed25519.SeedSize {
-		return nil, warnings, fmt.Errorf("key file %s: not a muster signing key", signFile(dir, role))
+		return nil, fmt.Errorf("key file %s: not a muster signing key", signFile(dir, role))
 	}
-	return &Pair{Age: id, Sign: edsig.NewKeyFromSeed(seed)}, warnings, nil
+	return &Pair{Age: id, Sign: edsig.NewKeyFromSeed(seed)}, nil
+}
+
+type missingKeyError struct{ path string }
+
+func (e *missingKeyError) Error() string { return "key file " + e.path + " does not exist" }
+func (e *missingKeyError) Unwrap() error { return fs.ErrNotExist }
+
+// checkPrivate refuses a key directory that the group or others can
+// reach, and any of files (those that exist) that they can read or write.
+func checkPrivate(dir string, files []string) error {
+	var problems, chmods []string
+	if st, err := os.Stat(dir); err == nil && st.Mode().Perm()&0o077 != 0 {
+		problems = append(problems, fmt.Sprintf("key directory %s has mode %04o: others can reach the keys in it", dir, st.Mode().Perm()))
+		chmods = append(chmods, "chmod 700 "+dir)
+	}
+	var open []string
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil && st.Mode().Perm()&0o077 != 0 {
+			problems = append(problems, fmt.Sprintf("key file %s has mode %04o: others can read it", f, st.Mode().Perm()))
+			open = append(open, f)
+		}
+	}
+	if len(open) > 0 {
+		chmods = append(chmods, "chmod 600 "+strings.Join(open, " "))
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fault.WithHint(fault.Refusedf("%s; refusing to use keys others can reach", strings.Join(problems, "; ")),
+		"make them private: "+strings.Join(chmods, " && "))
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/muster-tool/muster/internal/fault"
 )
 
 func TestWriteLoadModesAndNoOverwrite(t *testing.T) {
@@ -27,9 +29,9 @@ func TestWriteLoadModesAndNoOverwrite(t *testing.T) {
 			t.Errorf("%s has mode %o, want %o", path, st.Mode().Perm(), want)
 		}
 	}
-	got, warnings, err := Load(dir, "mesh")
-	if err != nil || len(warnings) != 0 {
-		t.Fatalf("load: %v %v", err, warnings)
+	got, err := Load(dir, "mesh")
+	if err != nil {
+		t.Fatalf("load: %v", err)
 	}
 	if got.Public() != p.Public() {
 		t.Error("loaded keys differ from the written ones")
@@ -45,32 +47,89 @@ func TestWriteLoadModesAndNoOverwrite(t *testing.T) {
 	}
 }
 
-func TestReadableKeyWarns(t *testing.T) {
-	dir := t.TempDir()
-	os.Chmod(dir, 0o700)
+// A key file others can read, or a key directory others can enter, is
+// refused, as ssh refuses an open private key: the error names each and
+// the hint is the chmod that fixes them. Fixed, the keys load.
+func TestKeysOthersCanReachAreRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
 	p, _ := Generate()
 	if err := Write(dir, "host", p); err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(filepath.Join(dir, "host.sign"), 0o644)
-	_, warnings, err := Load(dir, "host")
-	if err != nil {
+	sign, age := filepath.Join(dir, "host.sign"), filepath.Join(dir, "host.age")
+	for _, c := range []struct {
+		name       string
+		dir, files os.FileMode
+		want, hint []string
+	}{
+		{"readable key files", 0o700, 0o644,
+			[]string{"key file " + age + " has mode 0644", "key file " + sign + " has mode 0644"},
+			[]string{"chmod 600 " + age + " " + sign}},
+		{"group-readable key files", 0o700, 0o640,
+			[]string{"key file " + sign + " has mode 0640"},
+			[]string{"chmod 600 " + age + " " + sign}},
+		{"directory others can enter", 0o711, 0o600,
+			[]string{"key directory " + dir + " has mode 0711"},
+			[]string{"chmod 700 " + dir}},
+		{"both", 0o755, 0o604,
+			[]string{"key directory " + dir + " has mode 0755", "key file " + sign + " has mode 0604"},
+			[]string{"chmod 700 " + dir + " && chmod 600 " + age + " " + sign}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			os.Chmod(dir, c.dir)
+			os.Chmod(age, c.files)
+			os.Chmod(sign, c.files)
+			got, err := Load(dir, "host")
+			if got != nil || fault.ClassOf(err) != fault.Refused {
+				t.Fatalf("load: %v, want refused", err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			for _, h := range c.hint {
+				if !strings.Contains(fault.HintOf(err), h) {
+					t.Errorf("hint %q does not say %q", fault.HintOf(err), h)
+				}
+			}
+		})
+	}
+	os.Chmod(dir, 0o700)
+	os.Chmod(age, 0o600)
+	os.Chmod(sign, 0o600)
+	if _, err := Load(dir, "host"); err != nil {
+		t.Fatalf("fixed modes: %v", err)
+	}
+}
+
+// Write refuses a directory others can reach, writing nothing: the keys
+// it would write there could not be loaded.
+func TestWriteRefusesAnOpenDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "mesh")
+	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if len(warnings) != 1 || !strings.Contains(warnings[0], "host.sign") || !strings.Contains(warnings[0], "chmod 600") {
-		t.Errorf("warnings = %q, want one naming host.sign with the fix", warnings)
+	os.Chmod(dir, 0o755)
+	p, _ := Generate()
+	err := Write(dir, "mesh", p)
+	if fault.ClassOf(err) != fault.Refused || !strings.Contains(fault.HintOf(err), "chmod 700 "+dir) {
+		t.Fatalf("write: %v (hint %q), want refused with the chmod", err, fault.HintOf(err))
+	}
+	if Exists(dir, "mesh") {
+		t.Error("a refused write left key files")
 	}
 }
 
 func TestLoadRefusesGarbage(t *testing.T) {
-	dir := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "k")
 	p, _ := Generate()
 	Write(dir, "mesh", p)
 	os.WriteFile(filepath.Join(dir, "mesh.sign"), []byte("MUSTER-SIGN-SECRET-KEY-1:short\n"), 0o600)
-	if _, _, err := Load(dir, "mesh"); err == nil || !strings.Contains(err.Error(), "mesh.sign") {
+	if _, err := Load(dir, "mesh"); err == nil || !strings.Contains(err.Error(), "mesh.sign") {
 		t.Errorf("garbage key loaded or error does not name the file: %v", err)
 	}
-	if _, _, err := Load(t.TempDir(), "mesh"); err == nil || !strings.Contains(err.Error(), "does not exist") {
+	if _, err := Load(filepath.Join(t.TempDir(), "none"), "mesh"); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("missing key: %v", err)
 	}
 }

@@ -44,11 +44,10 @@ type Config struct {
 
 // Mesh is an opened mesh directory with its spool.
 type Mesh struct {
-	Dir      string
-	Config   Config
-	Pair     *keys.Pair
-	Spool    spool.Spool
-	Warnings []string
+	Dir    string
+	Config Config
+	Pair   *keys.Pair
+	Spool  spool.Spool
 }
 
 // Public returns the mesh's public keys.
@@ -133,9 +132,12 @@ func Open(ctx context.Context, dir, location string) (*Mesh, error) {
 	if dir == "" {
 		return nil, fault.Usagef("no mesh directory given: pass --mesh DIR or set MUSTER_MESH")
 	}
-	pair, warnings, err := keys.Load(dir, "mesh")
-	if err != nil {
+	pair, err := keys.Load(dir, "mesh")
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fault.WithHint(err, "create a mesh with: muster init --mesh DIR --spool SPOOL")
+	}
+	if err != nil {
+		return nil, err
 	}
 	var cfg Config
 	path := filepath.Join(dir, configName)
@@ -153,7 +155,7 @@ func Open(ctx context.Context, dir, location string) (*Mesh, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Mesh{Dir: dir, Config: cfg, Pair: pair, Spool: sp, Warnings: warnings}
+	m := &Mesh{Dir: dir, Config: cfg, Pair: pair, Spool: sp}
 	if err := m.checkPublished(ctx); err != nil {
 		return nil, err
 	}

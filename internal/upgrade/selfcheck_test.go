@@ -109,7 +109,7 @@ func TestSelfCheck(t *testing.T) {
 
 	// A repository index signed by the mesh is read; one signed by
 	// anybody else is junk, passed over as apply passes over it.
-	pair, _, err := keys.Load(s.mesh, "mesh")
+	pair, err := keys.Load(s.mesh, "mesh")
 	if err != nil {
 		t.Fatal(err)
 	}
