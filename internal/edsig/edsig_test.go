@@ -12,46 +12,37 @@ import (
 // of tests and however many keys the process made before.
 func TestOwnPathSameAsStandardLibrary(t *testing.T) {
 	for i := range 200 {
-		seed := make([]byte, ed25519.SeedSize)
-		rand.Read(seed)
-		msg := make([]byte, i*37%1500)
-		rand.Read(msg)
-		want := ed25519.NewKeyFromSeed(seed)
-		got := newKeyFromSeed(seed)
-		if !got.Equal(want) {
-			t.Fatalf("key %d: %x, want %x", i, got, want)
-		}
-		sig := sign(got, msg)
-		if wantSig := ed25519.Sign(want, msg); string(sig) != string(wantSig) {
-			t.Fatalf("signature %d: %x, want %x", i, sig, wantSig)
-		}
+		sameAsStandardLibrary(t, i, newKeyFromSeed, sign)
 	}
 }
 
 // The exported functions give the same keys and signatures before and
-// after the hand-over to crypto/ed25519, and take edsig's own path first.
+// after the hand-over to crypto/ed25519, and count every use.
 func TestHandOver(t *testing.T) {
 	uses.Store(0)
 	for i := range 3 * tableAfter {
-		seed := make([]byte, ed25519.SeedSize)
-		rand.Read(seed)
-		msg := make([]byte, i*37)
-		rand.Read(msg)
-		want := ed25519.NewKeyFromSeed(seed)
-		got := NewKeyFromSeed(seed)
-		if !got.Equal(want) {
-			t.Fatalf("key %d: %x, want %x", i, got, want)
-		}
-		sig := Sign(got, msg)
-		if wantSig := ed25519.Sign(want, msg); string(sig) != string(wantSig) {
-			t.Fatalf("signature %d: %x, want %x", i, sig, wantSig)
-		}
-		if !ed25519.Verify(want.Public().(ed25519.PublicKey), msg, sig) {
-			t.Fatalf("signature %d does not verify", i)
-		}
+		sameAsStandardLibrary(t, i, NewKeyFromSeed, Sign)
 	}
 	if uses.Load() != 6*tableAfter {
 		t.Fatalf("%d uses counted, want %d", uses.Load(), 6*tableAfter)
+	}
+}
+
+// sameAsStandardLibrary makes key and signature number i, of a message of
+// a length that varies with i, and compares both with crypto/ed25519's.
+func sameAsStandardLibrary(t *testing.T, i int, newKey func([]byte) ed25519.PrivateKey, signWith func(ed25519.PrivateKey, []byte) []byte) {
+	t.Helper()
+	seed := make([]byte, ed25519.SeedSize)
+	rand.Read(seed)
+	msg := make([]byte, i*37%1500)
+	rand.Read(msg)
+	want := ed25519.NewKeyFromSeed(seed)
+	got := newKey(seed)
+	if !got.Equal(want) {
+		t.Fatalf("key %d: %x, want %x", i, got, want)
+	}
+	if sig, wantSig := signWith(got, msg), ed25519.Sign(want, msg); string(sig) != string(wantSig) {
+		t.Fatalf("signature %d: %x, want %x", i, sig, wantSig)
 	}
 }
 
