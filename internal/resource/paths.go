@@ -73,8 +73,9 @@ type pathPlan struct {
 }
 
 // planPath decides how to change a path whose state mismatches its spec,
-// or why muster will not.
-func planPath(it *item, st *State) (pathPlan, error) {
+// or why muster will not. owns (may be nil) says which resources the host
+// owns.
+func planPath(it *item, st *State, owns func(id string) bool) (pathPlan, error) {
 	s := it.spec
 	p := pathPlan{uid: -1, gid: -1}
 	if it.absent {
@@ -96,6 +97,12 @@ func planPath(it *item, st *State) (pathPlan, error) {
 		replaceable := st.Type == Symlink || (st.Type == File && s.Kind == Symlink)
 		if !replaceable {
 			return p, fmt.Errorf("%s is a %s, not a %s; muster does not replace it", s.Path, st.Type, s.Kind)
+		}
+		// A symlink someone else put there may be what makes the host
+		// work (a configuration kept elsewhere); it goes only when the
+		// declaration says so, or when it is muster's own.
+		if st.Type == Symlink && s.Kind != Symlink && !s.ReplaceSymlink && (owns == nil || !owns(string(Symlink)+":"+s.Path)) {
+			return p, fmt.Errorf("%s is a symlink to %q that muster does not own; muster replaces it with a %s only when the resource says replace_symlink = true", s.Path, st.Target, s.Kind)
 		}
 	}
 	same := st.Exists && st.Type == s.Kind
@@ -144,6 +151,20 @@ func planPath(it *item, st *State) (pathPlan, error) {
 			p.what = append(p.what, fmt.Sprintf("group %d → %d", st.GID, it.gid))
 		}
 		p.gid = it.gid
+	}
+	// Set-id and sticky bits are named wherever they are set, so a dry
+	// run and a report show them.
+	if bits := specialBits(p.mode); bits != "" && s.Kind != Symlink && (p.write || p.chmod) {
+		shown := false
+		for i, w := range p.what {
+			if strings.HasPrefix(w, "mode ") {
+				p.what[i] += " (" + bits + ")"
+				shown = true
+			}
+		}
+		if !shown {
+			p.what = append(p.what, bits+" mode "+modeString(p.mode))
+		}
 	}
 	// A file with other hard links gets a new inode instead of a chmod or
 	// chown in place, which would also change the file behind the other
@@ -233,7 +254,7 @@ func (r *run) changePath(it *item) error {
 	if len(pathMismatch(it, st)) == 0 {
 		return nil
 	}
-	p, err := planPath(it, st)
+	p, err := planPath(it, st, r.s.Owns)
 	if err != nil {
 		return err
 	}

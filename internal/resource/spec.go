@@ -36,9 +36,16 @@ type Spec struct {
 	// Mode is an octal permission string such as "0644"; empty leaves
 	// the mode as created (0644 files, 0755 directories).
 	Mode string `toml:"mode,omitempty"`
+	// SpecialBits allows Mode to set the setuid, setgid or sticky bit;
+	// without it such a mode is refused (see Check).
+	SpecialBits bool `toml:"special_bits,omitempty"`
 	// Owner and Group are names or numeric ids; empty leaves them as is.
 	Owner string `toml:"owner,omitempty"`
 	Group string `toml:"group,omitempty"`
+	// ReplaceSymlink lets a file or directory replace a symlink at its
+	// path that the host does not own; without it that line fails. A
+	// symlink the host owns is replaced either way.
+	ReplaceSymlink bool `toml:"replace_symlink,omitempty"`
 	// Target is a symlink's target.
 	Target string `toml:"target,omitempty"`
 

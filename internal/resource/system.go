@@ -94,6 +94,12 @@ type System struct {
 	// left installed.
 	Prune bool
 
+	// Owns reports whether the host owns the resource with this ID (its
+	// ledger holds it). A declared file or directory replaces a symlink
+	// at its path only when the host owns that symlink or the spec says
+	// ReplaceSymlink. Nil owns nothing.
+	Owns func(id string) bool
+
 	// Known holds the previous run's Fingerprints. The change phase of a
 	// run that is not a dry run takes a file they vouch for to hold its
 	// declared content without reading it; the read-back reads it all
@@ -285,7 +291,6 @@ func (s *System) newRun(ctx context.Context, specs []Spec) *run {
 		r.known = &knownFiles{list: s.Known}
 	}
 	ids := newIDs(s.Root, r.live)
-	seen := make(map[string]*item, len(specs))
 	all := make([]item, len(specs))
 	for i := range specs {
 		it := &all[i]
@@ -295,19 +300,18 @@ func (s *System) newRun(ctx context.Context, specs []Spec) *run {
 		if it.order == 0 {
 			it.order = DefaultOrder(specs[i].Kind)
 		}
-		if it.err = it.resolve(ids); it.err != nil {
-			continue
+		it.err = it.resolve(ids)
+	}
+	// Both lines of a clash fail: neither can be applied alone.
+	for _, c := range Clashes(specs) {
+		a, b := r.items[c.First], r.items[c.Second]
+		err := errors.New(ClashReason(a.spec, b.spec))
+		if a.err == nil {
+			a.err = err
 		}
-		key := specs[i].Path
-		if !isPath(specs[i].Kind) {
-			key = specs[i].ID()
+		if b.err == nil {
+			b.err = err
 		}
-		if first := seen[key]; first != nil {
-			err := fmt.Errorf("declared twice: %s and %s", first.spec.ID(), it.spec.ID())
-			first.err, it.err = err, err
-			continue
-		}
-		seen[key] = it
 	}
 	for _, it := range r.items {
 		if it.err == nil && it.spec.Kind == Symlink && !it.absent {
@@ -341,51 +345,19 @@ func (r *run) close() {
 
 func isPath(k Kind) bool { return k == File || k == Directory || k == Symlink }
 
-// resolve checks a spec and resolves what it declares.
+// resolve checks a spec (Check) and resolves what it declares.
 func (it *item) resolve(ids *ids) error {
 	s := it.spec
-	switch s.State {
-	case "", "present":
-	case "absent":
-		it.absent = true
-	default:
-		return fmt.Errorf("unknown state %q (want present or absent)", s.State)
+	if bad := Check(s); len(bad) > 0 {
+		return bad[0]
 	}
-	switch s.Kind {
-	case File, Directory, Symlink:
-		if err := checkPath(s.Path); err != nil {
-			return err
-		}
-		it.parent, it.base = split(s.Path)
-	case Package:
-		if s.Name == "" || strings.HasPrefix(s.Name, "-") || strings.ContainsAny(s.Name, " \t\n/") {
-			return fmt.Errorf("invalid package name %q", s.Name)
-		}
-		if s.Version == "absent" {
-			it.absent = true
-		}
+	it.absent = s.State == "absent" || (s.Kind == Package && s.Version == "absent")
+	if !isPath(s.Kind) {
 		return nil
-	case Service:
-		if s.Name == "" || strings.HasPrefix(s.Name, "-") || strings.ContainsAny(s.Name, " \t\n/") {
-			return fmt.Errorf("invalid unit name %q", s.Name)
-		}
-		if it.absent {
-			return errors.New("state does not apply to a service; declare enabled = false")
-		}
-		return nil
-	default:
-		return fmt.Errorf("unknown resource type %q", s.Kind)
 	}
+	it.parent, it.base = split(s.Path)
 	if it.absent {
 		return nil
-	}
-	if s.Kind == Symlink {
-		if s.Mode != "" {
-			return errors.New("mode does not apply to a symlink")
-		}
-		if s.Target == "" {
-			return errors.New("symlink has no target")
-		}
 	}
 	if s.Mode != "" {
 		m, err := parseMode(s.Mode)
@@ -724,7 +696,7 @@ func (r *run) dryPlan(it *item) ([]string, bool, error) {
 		return packageDryPlan(it)
 	}
 	st := &it.obs.st
-	p, err := planPath(it, st)
+	p, err := planPath(it, st, r.s.Owns)
 	if err != nil {
 		return nil, false, err
 	}

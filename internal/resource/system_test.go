@@ -19,7 +19,7 @@ func TestApplyCreates(t *testing.T) {
 	specs := []Spec{
 		{Kind: File, Path: "/etc/app/conf.d/app.conf", Content: "port = 8080\n", Mode: "0640", Owner: "muster-alice", Group: "muster-web"},
 		{Kind: File, Path: "/etc/app/numeric", Content: "x", Owner: "4102", Group: "4202"},
-		{Kind: Directory, Path: "/srv/data", Mode: "2750", Owner: "muster-bob", Group: "muster-ops"},
+		{Kind: Directory, Path: "/srv/data", Mode: "2750", SpecialBits: true, Owner: "muster-bob", Group: "muster-ops"},
 		{Kind: Symlink, Path: "/etc/app/current", Target: "/srv/data"},
 		{Kind: File, Path: "/etc/app/empty"},
 	}
@@ -29,8 +29,12 @@ func TestApplyCreates(t *testing.T) {
 		if !r.Created {
 			t.Errorf("%s: Created = false for a resource this run created", sp.ID())
 		}
-		if r.Detail != "created" {
-			t.Errorf("%s: detail %q, want created", sp.ID(), r.Detail)
+		want := "created"
+		if sp.SpecialBits {
+			want = "created, setgid mode 2750"
+		}
+		if r.Detail != want {
+			t.Errorf("%s: detail %q, want %q", sp.ID(), r.Detail, want)
 		}
 	}
 	if got := read(t, root, "/etc/app/conf.d/app.conf"); got != "port = 8080\n" {
@@ -133,6 +137,10 @@ func TestApplyRepairsDrift(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			root := newRoot(t)
 			s := &System{Root: root}
+			spec := spec
+			// A symlink muster does not own is replaced only when the
+			// spec says so (TestApplyLeavesForeignSymlink).
+			spec.ReplaceSymlink = true
 			apply(t, s, spec)
 			p := filepath.Join(root, spec.Path)
 			tc.drift(t, p)
@@ -162,7 +170,7 @@ func TestApplyRepairsDrift(t *testing.T) {
 func TestApplyOwnerFixKeepsSetIDBits(t *testing.T) {
 	root := newRoot(t)
 	s := &System{Root: root}
-	spec := Spec{Kind: File, Path: "/usr/bin/tool", Content: "#!/bin/sh\n", Mode: "4755", Owner: "muster-alice"}
+	spec := Spec{Kind: File, Path: "/usr/bin/tool", Content: "#!/bin/sh\n", Mode: "4755", SpecialBits: true, Owner: "muster-alice"}
 	apply(t, s, spec)
 	if err := os.Lchown(filepath.Join(root, spec.Path), 0, -1); err != nil {
 		t.Fatal(err)
@@ -494,13 +502,16 @@ func TestApplyRefusesBadSpecs(t *testing.T) {
 	}{
 		{Spec{Kind: File, Path: "/a", Owner: "nobody-here"}, `owner "nobody-here" not found in ` + root + "/etc/passwd"},
 		{Spec{Kind: File, Path: "/a", Group: "nogroup-here"}, `group "nogroup-here" not found`},
-		{Spec{Kind: File, Path: "/a", Mode: "rw-r--r--"}, "not an octal mode"},
-		{Spec{Kind: File, Path: "/a", Mode: "17777"}, "not an octal mode"},
-		{Spec{Kind: File, Path: "/a", State: "gone"}, `unknown state "gone"`},
-		{Spec{Kind: Symlink, Path: "/a"}, "symlink has no target"},
-		{Spec{Kind: Symlink, Path: "/a", Target: "b", Mode: "0644"}, "mode does not apply to a symlink"},
+		{Spec{Kind: File, Path: "/a", Mode: "rw-r--r--"}, `mode: "rw-r--r--" is not a mode`},
+		{Spec{Kind: File, Path: "/a", Mode: "17777"}, `mode: "17777" is not a mode`},
+		{Spec{Kind: File, Path: "/a", Mode: "4755"}, `mode: "4755" sets the setuid bit; add special_bits = true`},
+		{Spec{Kind: File, Path: "/a", State: "gone"}, `state: must be "present" or "absent", not "gone"`},
+		{Spec{Kind: File, Path: "/a/../b"}, `path "/a/../b" contains ..`},
+		{Spec{Kind: File, Path: "/a\nb"}, `path "/a\nb" contains a control character`},
+		{Spec{Kind: Symlink, Path: "/a"}, "target: a symlink needs a target"},
+		{Spec{Kind: Symlink, Path: "/a", Target: "b", Mode: "0644"}, "mode: does not apply to a symlink"},
 		{Spec{Kind: "cron", Path: "/a"}, `unknown resource type "cron"`},
-		{Spec{Kind: Package, Name: "-oops"}, "invalid package name"},
+		{Spec{Kind: Package, Name: "-oops"}, `"-oops" is not a package name`},
 	}
 	for _, tc := range tests {
 		res := apply(t, &System{Root: root}, tc.spec)
@@ -521,7 +532,7 @@ func TestApplyRefusesDuplicatePaths(t *testing.T) {
 	root := newRoot(t)
 	res := apply(t, &System{Root: root}, file("/etc/x", "a"), Spec{Kind: Directory, Path: "/etc/x"}, file("/etc/y", "y"))
 	for _, id := range []string{"file:/etc/x", "directory:/etc/x"} {
-		if r := wantStatus(t, res, id, outcome.Failed); !strings.Contains(r.Detail, "declared twice") {
+		if r := wantStatus(t, res, id, outcome.Failed); !strings.Contains(r.Detail, `path "/etc/x" is declared as a file and as a directory`) {
 			t.Errorf("%s: %q", id, r.Detail)
 		}
 	}

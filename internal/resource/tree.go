@@ -221,14 +221,8 @@ func readlinkAt(d *os.File, name string) (string, error) {
 // checkPath validates a declared path: absolute, clean, not the root
 // itself. A ".." anywhere is refused here, so no path can climb out.
 func checkPath(p string) error {
-	if p == "" {
-		return errors.New("no path")
-	}
-	if !path.IsAbs(p) || path.Clean(p) != p {
-		return fmt.Errorf("path %q is not absolute and clean (no .., //, . or trailing /)", p)
-	}
-	if p == "/" {
-		return errors.New("path / cannot be managed")
+	if why := pathReason(p); why != "" {
+		return fmt.Errorf("path %q %s", p, why)
 	}
 	return nil
 }

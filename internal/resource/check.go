@@ -1,0 +1,310 @@
+package resource
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+)
+
+// The rules every spec must follow live here, once. declare runs Check and
+// Clashes on what it is about to commit and reports each problem at its
+// file:line; a host runs Validate on the declaration it fetched before it
+// changes anything, so a declaration that declare would refuse (made by a
+// bug, by another version of muster or by a compromised pipeline) is
+// refused whole, never applied line by line. System.Apply holds each line
+// to the same rules.
+
+// Invalid is one thing wrong with a spec on its own.
+type Invalid struct {
+	// Field is the setting at fault, named as in a declaration ("mode",
+	// "target", "restart_on"); "" for the path or name that identifies
+	// the resource.
+	Field string
+	// Reason says what is wrong, quoting values with %q so that no
+	// control character reaches a terminal or a log.
+	Reason string
+}
+
+func (v Invalid) Error() string {
+	if v.Field == "" {
+		return v.Reason
+	}
+	return v.Field + ": " + v.Reason
+}
+
+// Clash is two specs of one list that cannot both be applied: one
+// resource declared twice, or one path declared as two types.
+type Clash struct {
+	First, Second int // indexes into the list, First < Second
+}
+
+// InvalidError is Validate's verdict on a list: the spec at Index is
+// wrong, alone or (Other ≥ 0) together with the spec at Other.
+type InvalidError struct {
+	Index, Other int
+	msg          string
+}
+
+func (e *InvalidError) Error() string { return e.msg }
+
+// Validate checks specs as a host must before it changes anything: every
+// spec on its own (Check) and the list as a whole (Clashes). It returns
+// nil, or an *InvalidError naming the first entry at fault by its place
+// in the list and its ID.
+func Validate(specs []Spec) error {
+	for i := range specs {
+		if bad := Check(&specs[i]); len(bad) > 0 {
+			return &InvalidError{Index: i, Other: -1,
+				msg: fmt.Sprintf("resource %d of %d, %s: %s", i+1, len(specs), ShownID(&specs[i]), bad[0])}
+		}
+	}
+	if cs := Clashes(specs); len(cs) > 0 {
+		c := cs[0]
+		a, b := &specs[c.First], &specs[c.Second]
+		return &InvalidError{Index: c.Second, Other: c.First,
+			msg: fmt.Sprintf("resources %d and %d of %d, %s and %s: %s", c.First+1, c.Second+1, len(specs), ShownID(a), ShownID(b), ClashReason(a, b))}
+	}
+	return nil
+}
+
+// ShownID is s.ID() as it may be shown: quoted when it holds anything
+// that is not printable.
+func ShownID(s *Spec) string {
+	id := s.ID()
+	if strings.IndexFunc(id, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 || !utf8.ValidString(id) {
+		return strconv.Quote(id)
+	}
+	return id
+}
+
+// Clashes finds the pairs of specs in a list that cannot both be applied:
+// two with one ID, or two of different types at one path. Each later spec
+// is paired with the first that it clashes with.
+func Clashes(specs []Spec) []Clash {
+	var out []Clash
+	first := make(map[string]int, len(specs))
+	for i := range specs {
+		s := &specs[i]
+		key := s.ID()
+		if isPath(s.Kind) {
+			// One path is one resource whatever its declared type.
+			key = "\x00" + s.Path
+		}
+		if j, dup := first[key]; dup {
+			out = append(out, Clash{First: j, Second: i})
+			continue
+		}
+		first[key] = i
+	}
+	return out
+}
+
+// ClashReason says why two clashing specs cannot both be applied.
+func ClashReason(a, b *Spec) string {
+	if a.Kind != b.Kind {
+		return fmt.Sprintf("path %q is declared as a %s and as a %s; a path has one type", a.Path, a.Kind, b.Kind)
+	}
+	return fmt.Sprintf("%s is declared twice", ShownID(a))
+}
+
+var (
+	modeRE    = regexp.MustCompile(`^[0-7]{3,4}$`)
+	packageRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9+.:~_-]*$`)
+	versionRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9+.:~_-]*$`)
+)
+
+// UnitTypes are systemd's unit suffixes; a unit name ends in one.
+var UnitTypes = []string{".service", ".socket", ".device", ".mount", ".automount", ".swap", ".target", ".path", ".timer", ".slice", ".scope"}
+
+// UnitName is the unit a declaration names: "nginx" and "nginx.service"
+// are one unit. A name Check would refuse is returned as it is.
+func UnitName(name string) string {
+	if unitReason(name) != "" {
+		return name
+	}
+	for _, t := range UnitTypes {
+		if strings.HasSuffix(name, t) {
+			return name
+		}
+	}
+	return name + ".service"
+}
+
+// Check returns what is wrong with s on its own, in a fixed order; nil
+// when nothing is.
+func Check(s *Spec) []Invalid {
+	var bad []Invalid
+	add := func(field, format string, args ...any) {
+		bad = append(bad, Invalid{Field: field, Reason: fmt.Sprintf(format, args...)})
+	}
+	pathKind := isPath(s.Kind)
+	switch s.Kind {
+	case File, Directory, Symlink:
+		if why := pathReason(s.Path); why != "" {
+			add("", "path %q %s", s.Path, why)
+		}
+		switch s.State {
+		case "", "present", "absent":
+		default:
+			add("state", "must be \"present\" or \"absent\", not %q", s.State)
+		}
+	case Package:
+		if !packageRE.MatchString(s.Name) {
+			add("", "%q is not a package name (letters, digits and + . : ~ _ -, starting with a letter or digit)", s.Name)
+		}
+		switch v := s.Version; {
+		case v == "":
+		case !versionRE.MatchString(v):
+			add("version", "%q is not a version (an exact version, \"present\", \"latest\" or \"absent\")", v)
+		}
+	case Service:
+		if why := unitReason(s.Name); why != "" {
+			add("", "%q is not a systemd unit name: %s", s.Name, why)
+		}
+		for _, p := range s.RestartOn {
+			if why := pathReason(p); why != "" {
+				add("restart_on", "entry %q %s", p, why)
+			}
+		}
+	default:
+		add("", "unknown resource type %q (want file, directory, symlink, package or service)", s.Kind)
+		return bad
+	}
+
+	// Settings that do not belong to the kind: declare never makes them,
+	// so one is a sign the declaration was made some other way.
+	owned := s.Kind == File || s.Kind == Directory
+	for _, f := range []struct {
+		name    string
+		set     bool
+		applies bool
+	}{
+		{"path", s.Path != "", pathKind},
+		{"name", s.Name != "", !pathKind},
+		{"state", s.State != "", pathKind},
+		{"content", s.Content != "", s.Kind == File},
+		{"secret", s.Secret, s.Kind == File},
+		{"replace_symlink", s.ReplaceSymlink, owned},
+		{"mode", s.Mode != "", owned},
+		{"special_bits", s.SpecialBits, owned},
+		{"owner", s.Owner != "", owned},
+		{"group", s.Group != "", owned},
+		{"target", s.Target != "", s.Kind == Symlink},
+		{"version", s.Version != "", s.Kind == Package},
+		{"enabled", s.Enabled != nil, s.Kind == Service},
+		{"running", s.Running != nil, s.Kind == Service},
+		{"restart_on", len(s.RestartOn) > 0, s.Kind == Service},
+	} {
+		if f.set && !f.applies {
+			add(f.name, "does not apply to a %s", s.Kind)
+		}
+	}
+
+	if owned && s.Mode != "" {
+		if !modeRE.MatchString(s.Mode) {
+			add("mode", "%q is not a mode; give 3 or 4 octal digits, such as \"0644\"", s.Mode)
+		} else if m, _ := strconv.ParseUint(s.Mode, 8, 32); m&0o7000 != 0 && !s.SpecialBits {
+			bits := specialBits(uint32(m))
+			noun := "bit"
+			if strings.Contains(bits, " and ") {
+				noun = "bits"
+			}
+			add("mode", "%q sets the %s %s; add special_bits = true to this resource to allow it", s.Mode, bits, noun)
+		}
+	}
+	if owned {
+		for _, f := range []struct{ name, v string }{{"owner", s.Owner}, {"group", s.Group}} {
+			if f.v != "" && strings.IndexFunc(f.v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || r == ':' || r == '/' }) >= 0 {
+				add(f.name, "%q is not a user or group name or number", f.v)
+			}
+		}
+	}
+	if s.Kind == Symlink && s.State != "absent" {
+		switch {
+		case s.Target == "":
+			add("target", "a symlink needs a target")
+		case !utf8.ValidString(s.Target):
+			add("target", "%q is not valid UTF-8", s.Target)
+		case strings.IndexFunc(s.Target, unicode.IsControl) >= 0:
+			add("target", "%q contains a control character", s.Target)
+		case len(s.Target) >= unix.PathMax:
+			add("target", "is %d bytes long; the system allows at most %d", len(s.Target), unix.PathMax-1)
+		}
+	}
+	return bad
+}
+
+// pathReason says why p cannot name a managed path, or "".
+func pathReason(p string) string {
+	switch {
+	case p == "":
+		return "is empty"
+	case !utf8.ValidString(p):
+		return "is not valid UTF-8"
+	case strings.IndexFunc(p, unicode.IsControl) >= 0:
+		return "contains a control character"
+	case !strings.HasPrefix(p, "/"):
+		return "is not absolute"
+	case p == "/":
+		return "is the root directory"
+	case len(p) >= unix.PathMax:
+		return fmt.Sprintf("is %d bytes long; the system allows at most %d", len(p), unix.PathMax-1)
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			return "contains .."
+		}
+		if len(part) > unix.NAME_MAX {
+			return fmt.Sprintf("has a name of %d bytes; the system allows at most %d", len(part), unix.NAME_MAX)
+		}
+	}
+	if c := path.Clean(p); c != p {
+		return fmt.Sprintf("is not clean; write %q", c)
+	}
+	return ""
+}
+
+// unitReason says why name cannot be a systemd unit name, or "".
+func unitReason(name string) string {
+	switch {
+	case name == "":
+		return "it is empty"
+	case strings.HasPrefix(name, "-"):
+		return "it starts with -"
+	case !utf8.ValidString(name):
+		return "it is not valid UTF-8"
+	case strings.IndexFunc(name, unicode.IsControl) >= 0:
+		return "it contains a control character"
+	case strings.IndexFunc(name, unicode.IsSpace) >= 0:
+		return "it contains a space"
+	case strings.ContainsRune(name, '/'):
+		return "it contains /"
+	case len(name) > unix.NAME_MAX:
+		return fmt.Sprintf("it is %d bytes long; the system allows at most %d", len(name), unix.NAME_MAX)
+	}
+	return ""
+}
+
+// specialBits names the setuid, setgid and sticky bits set in m, such as
+// "setuid and setgid"; "" when none is.
+func specialBits(m uint32) string {
+	var names []string
+	for _, b := range []struct {
+		bit  uint32
+		name string
+	}{{unix.S_ISUID, "setuid"}, {unix.S_ISGID, "setgid"}, {unix.S_ISVTX, "sticky"}} {
+		if m&b.bit != 0 {
+			names = append(names, b.name)
+		}
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
