@@ -93,8 +93,10 @@ func settingsOf(s resource.Spec) []setting {
 		{"content", content},
 		{"secret", boolText(s.Secret)},
 		{"mode", s.Mode},
+		{"special_bits", boolText(s.SpecialBits)},
 		{"owner", s.Owner},
 		{"group", s.Group},
+		{"replace_symlink", boolText(s.ReplaceSymlink)},
 		{"target", s.Target},
 		{"version", s.Version},
 		{"enabled", optBool(s.Enabled)},
@@ -123,7 +125,7 @@ func shown(s setting) string {
 	switch {
 	case s.value != "":
 		return s.value
-	case s.name == "secret":
+	case s.name == "secret" || s.name == "special_bits" || s.name == "replace_symlink":
 		return "false"
 	}
 	return "(none)"

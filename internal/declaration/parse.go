@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -27,6 +26,9 @@ type Declaration struct {
 	prune bool
 	roles []*role // sorted by name
 	nodes map[string]*nodeSection
+	// mixedPaths: some path is declared as two types in different roles
+	// or node sections, so a node's resources may clash.
+	mixedPaths bool
 }
 
 // Prune reports whether packages muster installed that no declaration
@@ -108,12 +110,40 @@ func Parse(srcs []Source) (*Declaration, []Problem) {
 	sort.Slice(d.roles, func(i, j int) bool { return d.roles[i].name < d.roles[j].name })
 	for _, n := range b.nodes {
 		n.res = sortedDeclared(n.byID)
+		b.clashes(n.res)
 	}
 	sortProblems(b.problems)
 	if HasErrors(b.problems) {
 		return nil, b.problems
 	}
+	d.mixedPaths = d.anyClash()
 	return d, b.problems
+}
+
+// anyClash reports whether the declaration's path resources, each ID
+// once, clash anywhere. When none do, no node's resources can, and
+// resolution spares itself the search per node.
+func (d *Declaration) anyClash() bool {
+	seen := map[string]bool{}
+	var specs []resource.Spec
+	add := func(res []declared) {
+		for i := range res {
+			r := &res[i]
+			if r.spec.Kind == resource.File || r.spec.Kind == resource.Directory || r.spec.Kind == resource.Symlink {
+				if !seen[r.id] {
+					seen[r.id] = true
+					specs = append(specs, r.spec)
+				}
+			}
+		}
+	}
+	for _, r := range d.roles {
+		add(r.res)
+	}
+	for _, n := range d.nodes {
+		add(n.res)
+	}
+	return len(resource.Clashes(specs)) > 0
 }
 
 func sortedDeclared(m map[string]declared) []declared {
@@ -241,6 +271,10 @@ func (fp *fileParser) role(name string, v any) {
 		fp.errorf(key, "role name is empty")
 		return
 	}
+	if hasControl(name) {
+		fp.errorf(key, "role name %q contains a control character", name)
+		return
+	}
 	at := fp.at(key)
 	if prev, dup := fp.roles[name]; dup {
 		fp.errorf(key, "role %s is already defined at %s; define each role in one place", name, prev.at)
@@ -298,6 +332,7 @@ func (fp *fileParser) role(name string, v any) {
 		fp.errorf(key, "role selects no nodes; give nodes = [\"pattern\", ...] or labels = { name = \"value\" }")
 	}
 	r.res = sortedDeclared(byID)
+	fp.clashes(r.res)
 	fp.roles[name] = r
 }
 
@@ -309,6 +344,10 @@ func (fp *fileParser) node(name string, v any) {
 	}
 	if name == "" {
 		fp.errorf(key, "node name is empty")
+		return
+	}
+	if hasControl(name) {
+		fp.errorf(key, "node name %q contains a control character", name)
 		return
 	}
 	if strings.ContainsAny(name, "*?[") {
@@ -379,6 +418,9 @@ type settings struct {
 	key []string
 	t   map[string]any
 	ok  bool
+	// reported holds the settings a problem was reported for, so that
+	// resource.Check does not report them again.
+	reported map[string]bool
 }
 
 func (s *settings) errorf(name string, format string, args ...any) {
@@ -388,6 +430,7 @@ func (s *settings) errorf(name string, format string, args ...any) {
 	}
 	s.fp.errorf(k, format, args...)
 	s.ok = false
+	s.reported[name] = true
 }
 
 func (s *settings) warnf(name string, format string, args ...any) {
@@ -439,22 +482,16 @@ func (s *settings) only(kind resource.Kind, allowed ...string) {
 	}
 }
 
-var (
-	modeRE    = regexp.MustCompile(`^[0-7]{3,4}$`)
-	packageRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9+.:~_-]*$`)
-	versionRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9+.:~_-]*$`)
-)
-
-// unitTypes are systemd's unit suffixes; a name without one is a service.
-var unitTypes = []string{".service", ".socket", ".device", ".mount", ".automount", ".swap", ".target", ".path", ".timer", ".slice", ".scope"}
-
+// resource reads one resource's settings into a Spec. The rules a Spec
+// must follow are resource.Check's, which a host runs too; what is read
+// here is the declaration's own: types, keys, content and source.
 func (fp *fileParser) resource(kind resource.Kind, name string, key []string, t map[string]any) (resource.Spec, bool) {
-	s := &settings{fp: fp, key: key, t: t, ok: true}
+	s := &settings{fp: fp, key: key, t: t, ok: true, reported: map[string]bool{}}
 	spec := resource.Spec{Kind: kind}
 	switch kind {
 	case resource.File:
-		s.only(kind, "content", "source", "secret", "mode", "owner", "group", "state", "order")
-		spec.Path = s.path(name)
+		s.only(kind, "content", "source", "secret", "mode", "special_bits", "owner", "group", "replace_symlink", "state", "order")
+		spec.Path = name
 		spec.State = s.state()
 		s.ownership(&spec)
 		if secret, ok := s.boolean("secret"); ok {
@@ -475,8 +512,8 @@ func (fp *fileParser) resource(kind resource.Kind, name string, key []string, t 
 			s.errorf("", "a present file needs content or source (content = \"\" for an empty file)")
 		}
 	case resource.Directory:
-		s.only(kind, "mode", "owner", "group", "state", "order")
-		spec.Path = s.path(name)
+		s.only(kind, "mode", "special_bits", "owner", "group", "replace_symlink", "state", "order")
+		spec.Path = name
 		spec.State = s.state()
 		s.ownership(&spec)
 		if spec.State == "absent" {
@@ -484,7 +521,7 @@ func (fp *fileParser) resource(kind resource.Kind, name string, key []string, t 
 		}
 	case resource.Symlink:
 		s.only(kind, "target", "state", "order")
-		spec.Path = s.path(name)
+		spec.Path = name
 		spec.State = s.state()
 		target, hasTarget := s.str("target")
 		switch {
@@ -492,45 +529,32 @@ func (fp *fileParser) resource(kind resource.Kind, name string, key []string, t 
 			s.ignoredWhenAbsent(kind, &spec, "target")
 		case !hasTarget && !s.has("target"):
 			s.errorf("", "a symlink needs a target")
+			s.reported["target"] = true
 		case hasTarget && target == "":
 			s.errorf("target", "is empty")
-		case strings.ContainsRune(target, 0):
-			s.errorf("target", "contains a NUL byte")
 		default:
 			spec.Target = target
 		}
 	case resource.Package:
 		s.only(kind, "version", "order")
-		if !packageRE.MatchString(name) {
-			s.errorf("", "%q is not a package name (letters, digits and + . : ~ _ -, starting with a letter or digit)", name)
-		}
 		spec.Name = name
 		spec.Version = "present"
 		if v, ok := s.str("version"); ok {
-			switch {
-			case v == "":
+			if v == "" {
 				s.errorf("version", "is empty; give an exact version, \"present\", \"latest\" or \"absent\"")
-			case !versionRE.MatchString(v):
-				s.errorf("version", "%q is not a version (an exact version, \"present\", \"latest\" or \"absent\")", v)
-			default:
+			} else {
 				spec.Version = v
 			}
 		}
 	case resource.Service:
 		s.only(kind, "enabled", "running", "restart_on", "order")
-		spec.Name = s.unit(name)
+		spec.Name = resource.UnitName(name)
 		spec.Enabled, _ = s.boolean("enabled")
 		spec.Running, _ = s.boolean("running")
 		if v, ok := s.t["restart_on"]; ok {
 			rk := concat(key, []string{"restart_on"})
 			if paths, ok := fp.stringList(rk, v); ok {
-				for _, p := range paths {
-					if msg := checkPath(p); msg != "" {
-						s.errorf("restart_on", "entry %q %s", p, msg)
-						continue
-					}
-					spec.RestartOn = append(spec.RestartOn, p)
-				}
+				spec.RestartOn = paths
 			} else {
 				s.ok = false
 			}
@@ -544,37 +568,16 @@ func (fp *fileParser) resource(kind resource.Kind, name string, key []string, t 
 			spec.Order = int(n)
 		}
 	}
-	return spec, s.ok
-}
-
-func (s *settings) path(p string) string {
-	if msg := checkPath(p); msg != "" {
-		s.errorf("", "path %q %s", p, msg)
-	}
-	return p
-}
-
-// checkPath returns why p cannot name a managed path, or "".
-func checkPath(p string) string {
-	switch {
-	case p == "":
-		return "is empty"
-	case strings.ContainsRune(p, 0):
-		return "contains a NUL byte"
-	case !strings.HasPrefix(p, "/"):
-		return "is not absolute"
-	case p == "/":
-		return "is the root directory"
-	}
-	for _, part := range strings.Split(p, "/") {
-		if part == ".." {
-			return "contains .."
+	for _, bad := range resource.Check(&spec) {
+		if !s.reported[bad.Field] {
+			s.errorf(bad.Field, "%s", bad.Reason)
 		}
 	}
-	if c := path.Clean(p); c != p {
-		return fmt.Sprintf("is not clean; write %q", c)
+	if s.ok && len(spec.Mode) == 3 {
+		// "644" and "0644" are one mode and must be one setting.
+		spec.Mode = "0" + spec.Mode
 	}
-	return ""
+	return spec, s.ok
 }
 
 func (s *settings) state() string {
@@ -591,29 +594,28 @@ func (s *settings) state() string {
 
 func (s *settings) ownership(spec *resource.Spec) {
 	if v, ok := s.t["mode"]; ok {
-		m, isStr := v.(string)
-		switch {
-		case !isStr:
+		if m, isStr := v.(string); isStr {
+			spec.Mode = m
+		} else {
 			// mode = 644 or 0o644 is the usual slip; say how to write it.
 			s.errorf("mode", "must be a string of 3 or 4 octal digits, such as \"0644\", not %s", typeName(v))
-		case !modeRE.MatchString(m):
-			s.errorf("mode", "%q is not a mode; give 3 or 4 octal digits, such as \"0644\"", m)
-		default:
-			spec.Mode = fmt.Sprintf("%04s", m)
 		}
+	}
+	if b, ok := s.boolean("special_bits"); ok {
+		spec.SpecialBits = *b
+	}
+	if b, ok := s.boolean("replace_symlink"); ok {
+		spec.ReplaceSymlink = *b
 	}
 	for _, k := range []string{"owner", "group"} {
 		v, ok := s.str(k)
-		if !ok {
-			continue
-		}
-		if v == "" || strings.IndexFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || r == ':' || r == '/' }) >= 0 {
-			s.errorf(k, "%q is not a user or group name or number", v)
-			continue
-		}
-		if k == "owner" {
+		switch {
+		case !ok:
+		case v == "":
+			s.errorf(k, "is empty; give a user or group name or number, or leave it out")
+		case k == "owner":
 			spec.Owner = v
-		} else {
+		default:
 			spec.Group = v
 		}
 	}
@@ -622,28 +624,13 @@ func (s *settings) ownership(spec *resource.Spec) {
 // ignoredWhenAbsent warns about settings that say nothing about an
 // absent resource, and leaves them out of the Spec.
 func (s *settings) ignoredWhenAbsent(kind resource.Kind, spec *resource.Spec, extra ...string) {
-	for _, k := range append([]string{"mode", "owner", "group"}, extra...) {
+	for _, k := range append([]string{"mode", "special_bits", "owner", "group", "replace_symlink"}, extra...) {
 		if s.has(k) {
 			s.warnf(k, "ignored: the %s is declared absent", kind)
 		}
 	}
 	spec.Mode, spec.Owner, spec.Group, spec.Content, spec.Target = "", "", "", "", ""
-}
-
-func (s *settings) unit(name string) string {
-	if name == "" || strings.HasPrefix(name, "-") || strings.IndexFunc(name, func(r rune) bool {
-		return r == '/' || unicode.IsSpace(r) || unicode.IsControl(r)
-	}) >= 0 {
-		s.errorf("", "%q is not a systemd unit name", name)
-		return name
-	}
-	for _, t := range unitTypes {
-		if strings.HasSuffix(name, t) {
-			return name
-		}
-	}
-	// "nginx" and "nginx.service" are one unit and must be one resource.
-	return name + ".service"
+	spec.SpecialBits, spec.ReplaceSymlink = false, false
 }
 
 // readSource reads a `source =` file relative to the declaration's
@@ -793,7 +780,8 @@ func redact(msg string) string {
 // sameSpec reports whether two declarations of one resource agree.
 func sameSpec(a, b resource.Spec) bool {
 	if a.Kind != b.Kind || a.Path != b.Path || a.Name != b.Name || a.State != b.State ||
-		a.Secret != b.Secret || a.Mode != b.Mode || a.Owner != b.Owner || a.Group != b.Group ||
+		a.Secret != b.Secret || a.Mode != b.Mode || a.SpecialBits != b.SpecialBits ||
+		a.Owner != b.Owner || a.Group != b.Group || a.ReplaceSymlink != b.ReplaceSymlink ||
 		a.Target != b.Target || a.Version != b.Version || a.Order != b.Order ||
 		!sameBool(a.Enabled, b.Enabled) || !sameBool(a.Running, b.Running) ||
 		len(a.RestartOn) != len(b.RestartOn) || a.Content != b.Content {
@@ -812,4 +800,35 @@ func sameBool(a, b *bool) bool {
 		return a == b
 	}
 	return *a == *b
+}
+
+func hasControl(s string) bool { return strings.IndexFunc(s, unicode.IsControl) >= 0 }
+
+// clashes reports the resources of one role or node section that cannot
+// both be applied (resource.Clashes): one path declared as two types. The
+// problem is shown at the later of the two places, naming the other.
+func (b *builder) clashes(res []declared) {
+	if len(res) < 2 {
+		return
+	}
+	specs := make([]resource.Spec, len(res))
+	for i := range res {
+		specs[i] = res[i].spec
+	}
+	for _, c := range resource.Clashes(specs) {
+		first, second := inPlaceOrder(res[c.First], res[c.Second])
+		b.problems = append(b.problems, Problem{
+			File: second.at.file, Line: second.at.line, Key: second.key,
+			Message: fmt.Sprintf("%s is declared as a %s here and as a %s at %s; a path has one type", second.spec.Path, second.spec.Kind, first.spec.Kind, first.at),
+		})
+	}
+}
+
+// inPlaceOrder returns a and b, the one declared first (by file, then
+// line) first.
+func inPlaceOrder(a, b declared) (declared, declared) {
+	if b.at.file < a.at.file || (b.at.file == a.at.file && b.at.line < a.at.line) {
+		return b, a
+	}
+	return a, b
 }

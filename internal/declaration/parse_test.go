@@ -134,6 +134,43 @@ var validationCases = []struct {
 		[]want{{1, `role.""`, "role name is empty", false}}},
 	{"settings of an absent file", roleHead + "[role.r.file.\"/etc/motd\"]\nstate = \"absent\"\ncontent = \"x\"\n", nil,
 		[]want{{5, `role.r.file."/etc/motd".content`, "ignored: the file is declared absent", true}}},
+	{"newline in a path", roleHead + "[role.r.file.\"/etc/mo\\ntd\"]\ncontent = \"\"\n", nil,
+		[]want{{3, `role.r.file."/etc/mo\ntd"`, `path "/etc/mo\ntd" contains a control character`, false}}},
+	{"escape in a directory path", roleHead + "[role.r.directory.\"/srv/\\u001b[2J\"]\n", nil,
+		[]want{{3, `role.r.directory."/srv/\u001b[2J"`, `path "/srv/\x1b[2J" contains a control character`, false}}},
+	{"tab in a symlink target", roleHead + "[role.r.symlink.\"/usr/bin/vi\"]\ntarget = \"vim\\t\"\n", nil,
+		[]want{{4, `role.r.symlink."/usr/bin/vi".target`, `"vim\t" contains a control character`, false}}},
+	{"newline in a restart_on entry", roleHead + "[role.r.service.nginx]\nrestart_on = [\"/etc/a\\nb\"]\n", nil,
+		[]want{{4, "role.r.service.nginx.restart_on", `entry "/etc/a\nb" contains a control character`, false}}},
+	{"newline in a unit name", roleHead + "[role.r.service.\"a\\nb\"]\n", nil,
+		[]want{{3, `role.r.service."a\nb"`, `"a\nb" is not a systemd unit name: it contains a control character`, false}}},
+	{"newline in a package name", roleHead + "[role.r.package.\"a\\nb\"]\n", nil,
+		[]want{{3, `role.r.package."a\nb"`, `"a\nb" is not a package name`, false}}},
+	{"control character in an owner", roleHead + "[role.r.directory.\"/srv\"]\nowner = \"ro\\u0007ot\"\n", nil,
+		[]want{{4, `role.r.directory."/srv".owner`, `"ro\aot" is not a user or group`, false}}},
+	{"newline in a role name", "[role.\"w\\neb\"]\nnodes = [\"*\"]\n", nil,
+		[]want{{1, `role."w\neb"`, `role name "w\neb" contains a control character`, false}}},
+	{"newline in a node name", "[node.\"web\\n01\".package.curl]\n", nil,
+		[]want{{1, `node."web\n01"`, `node name "web\n01" contains a control character`, false}}},
+	{"path longer than a name may be", roleHead + "[role.r.file.\"/etc/" + strings.Repeat("n", 256) + "\"]\ncontent = \"\"\n", nil,
+		[]want{{3, `role.r.file."/etc/` + strings.Repeat("n", 256) + `"`, "has a name of 256 bytes; the system allows at most 255", false}}},
+	{"setuid without special_bits", roleHead + "[role.r.file.\"/usr/local/bin/tool\"]\ncontent = \"\"\nmode = \"4755\"\n", nil,
+		[]want{{5, `role.r.file."/usr/local/bin/tool".mode`, `"4755" sets the setuid bit; add special_bits = true to this resource to allow it`, false}}},
+	{"sticky directory without special_bits", roleHead + "[role.r.directory.\"/srv/drop\"]\nmode = \"1777\"\nspecial_bits = false\n", nil,
+		[]want{{4, `role.r.directory."/srv/drop".mode`, `"1777" sets the sticky bit`, false}}},
+	{"special_bits not a boolean", roleHead + "[role.r.file.\"/usr/local/bin/tool\"]\ncontent = \"\"\nmode = \"4755\"\nspecial_bits = \"yes\"\n", nil,
+		[]want{{5, `role.r.file."/usr/local/bin/tool".mode`, `"4755" sets the setuid bit`, false},
+			{6, `role.r.file."/usr/local/bin/tool".special_bits`, "must be true or false, not a string", false}}},
+	{"special_bits on a symlink", roleHead + "[role.r.symlink.\"/a\"]\ntarget = \"b\"\nspecial_bits = true\n", nil,
+		[]want{{5, `role.r.symlink."/a".special_bits`, "unknown key for a symlink", false}}},
+	{"replace_symlink not a boolean", roleHead + "[role.r.file.\"/etc/app.conf\"]\ncontent = \"\"\nreplace_symlink = 1\n", nil,
+		[]want{{5, `role.r.file."/etc/app.conf".replace_symlink`, "must be true or false, not an integer", false}}},
+	{"empty owner", roleHead + "[role.r.directory.\"/srv\"]\nowner = \"\"\n", nil,
+		[]want{{4, `role.r.directory."/srv".owner`, "is empty", false}}},
+	{"one path as a file and a directory", roleHead + "[role.r.file.\"/etc/app\"]\ncontent = \"\"\n[role.r.directory.\"/etc/app\"]\n", nil,
+		[]want{{5, `role.r.directory."/etc/app"`, "/etc/app is declared as a directory here and as a file at site.toml:3; a path has one type", false}}},
+	{"one path as a symlink and a file in a node section", "[node.web-01.symlink.\"/etc/app\"]\ntarget = \"x\"\n[node.web-01.file.\"/etc/app\"]\ncontent = \"\"\n", nil,
+		[]want{{3, `node.web-01.file."/etc/app"`, "/etc/app is declared as a file here and as a symlink at site.toml:1; a path has one type", false}}},
 	{"inline resource table", roleHead + "[role.r.file]\n\"/etc/motd\" = { content = \"x\", mode = \"abc\" }\n", nil,
 		[]want{{4, `role.r.file."/etc/motd".mode`, `"abc" is not a mode`, false}}},
 }
@@ -295,6 +332,11 @@ order = -5
 [role.r.file."/etc/issue"]
 content = ""
 [role.r.directory."/srv/www"]
+replace_symlink = true
+[role.r.file."/usr/local/bin/tool"]
+content = "#!/bin/sh\n"
+mode = "4755"
+special_bits = true
 [role.r.symlink."/usr/bin/vi"]
 target = "vim.basic"
 [role.r.package.nginx]
@@ -315,14 +357,15 @@ enabled = true
 	}
 	f, tr := false, true
 	want := map[string]resource.Spec{
-		"file:/etc/motd":        {Kind: resource.File, Path: "/etc/motd", State: "present", Content: "hello\n", Secret: true, Mode: "0644", Owner: "root", Order: -5},
-		"file:/etc/issue":       {Kind: resource.File, Path: "/etc/issue", State: "present"},
-		"directory:/srv/www":    {Kind: resource.Directory, Path: "/srv/www", State: "present"},
-		"symlink:/usr/bin/vi":   {Kind: resource.Symlink, Path: "/usr/bin/vi", State: "present", Target: "vim.basic"},
-		"package:nginx":         {Kind: resource.Package, Name: "nginx", Version: "present"},
-		"package:curl":          {Kind: resource.Package, Name: "curl", Version: "7.88.1-10+deb12u5"},
-		"service:nginx.service": {Kind: resource.Service, Name: "nginx.service", Running: &f, RestartOn: []string{"/etc/nginx/nginx.conf"}},
-		"service:backup.timer":  {Kind: resource.Service, Name: "backup.timer", Enabled: &tr},
+		"file:/etc/motd":           {Kind: resource.File, Path: "/etc/motd", State: "present", Content: "hello\n", Secret: true, Mode: "0644", Owner: "root", Order: -5},
+		"file:/etc/issue":          {Kind: resource.File, Path: "/etc/issue", State: "present"},
+		"directory:/srv/www":       {Kind: resource.Directory, Path: "/srv/www", State: "present", ReplaceSymlink: true},
+		"file:/usr/local/bin/tool": {Kind: resource.File, Path: "/usr/local/bin/tool", State: "present", Content: "#!/bin/sh\n", Mode: "4755", SpecialBits: true},
+		"symlink:/usr/bin/vi":      {Kind: resource.Symlink, Path: "/usr/bin/vi", State: "present", Target: "vim.basic"},
+		"package:nginx":            {Kind: resource.Package, Name: "nginx", Version: "present"},
+		"package:curl":             {Kind: resource.Package, Name: "curl", Version: "7.88.1-10+deb12u5"},
+		"service:nginx.service":    {Kind: resource.Service, Name: "nginx.service", Running: &f, RestartOn: []string{"/etc/nginx/nginx.conf"}},
+		"service:backup.timer":     {Kind: resource.Service, Name: "backup.timer", Enabled: &tr},
 	}
 	if len(got) != len(want) {
 		t.Errorf("got %d resources, want %d", len(got), len(want))

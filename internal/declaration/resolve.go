@@ -40,9 +40,13 @@ type combination struct {
 	ids       []string        // merged's IDs
 	specs     []resource.Spec // merged's specs
 	conflicts []conflict
+	// clashes: resources of different IDs that cannot both be applied
+	// (resource.Clashes), in place order.
+	clashes []conflict
 }
 
-// conflict is one resource declared differently in two places.
+// conflict is one resource declared differently in two places, or (as a
+// clash) two resources that cannot both be applied.
 type conflict struct {
 	first, second declared
 }
@@ -79,6 +83,7 @@ func (d *Declaration) Resolve(nodes []Node) (resolved []Resolved, unmatched []st
 func (d *Declaration) ResolveEach(nodes []Node, yield func(Resolved)) (unmatched []string, problems []Problem) {
 	type conflictSeen struct {
 		c     conflict
+		clash bool
 		node  string
 		count int
 	}
@@ -120,10 +125,23 @@ func (d *Declaration) ResolveEach(nodes []Node, yield func(Resolved)) (unmatched
 			c = d.combine(bits)
 			combos[string(bits)] = c
 		}
-		specs := c.specs
+		specs, clashes := c.specs, c.clashes
 		if sec != nil {
 			own = override(own[:0], c.ids, c.specs, sec.res)
 			specs = own
+			if d.mixedPaths {
+				clashes = ownClashes(own, c, sec)
+			}
+		}
+		for _, cf := range clashes {
+			k := conflictKey{cf.first.id + "\x00" + cf.second.id, cf.first.at, cf.second.at}
+			cs := conflicts[k]
+			if cs == nil {
+				cs = &conflictSeen{c: cf, clash: true, node: n.Name}
+				conflicts[k] = cs
+				conflictSeq = append(conflictSeq, cs)
+			}
+			cs.count++
 		}
 		for _, cf := range c.conflicts {
 			if sec != nil {
@@ -149,10 +167,11 @@ func (d *Declaration) ResolveEach(nodes []Node, yield func(Resolved)) (unmatched
 			who = fmt.Sprintf("node %s and %d more", cs.node, cs.count-1)
 		}
 		a, b := cs.c.first, cs.c.second
-		problems = append(problems, Problem{
-			File: b.at.file, Line: b.at.line, Key: b.key,
-			Message: fmt.Sprintf("%s: %s is declared differently by %s here and by %s at %s", who, b.id, b.by, a.by, a.at),
-		})
+		msg := fmt.Sprintf("%s: %s is declared differently by %s here and by %s at %s", who, b.id, b.by, a.by, a.at)
+		if cs.clash {
+			msg = fmt.Sprintf("%s: %s is declared as a %s by %s here and as a %s by %s at %s; a path has one type", who, b.spec.Path, b.spec.Kind, b.by, a.spec.Kind, a.by, a.at)
+		}
+		problems = append(problems, Problem{File: b.at.file, Line: b.at.line, Key: b.key, Message: msg})
 	}
 	for i, r := range d.roles {
 		if selected[i] == 0 {
@@ -219,7 +238,31 @@ func (d *Declaration) combine(bits []byte) *combination {
 	for i, m := range c.merged {
 		c.ids[i], c.specs[i] = m.id, m.spec
 	}
+	if d.mixedPaths {
+		for _, cl := range resource.Clashes(c.specs) {
+			first, second := inPlaceOrder(c.merged[cl.First], c.merged[cl.Second])
+			c.clashes = append(c.clashes, conflict{first, second})
+		}
+	}
 	return c
+}
+
+// ownClashes finds the clashes in the resources of a node with a section
+// of its own, own (c's merged with sec's), naming where each was declared.
+func ownClashes(own []resource.Spec, c *combination, sec *nodeSection) []conflict {
+	var out []conflict
+	where := func(s *resource.Spec) declared {
+		id := s.ID()
+		if d, ok := sec.byID[id]; ok {
+			return d
+		}
+		return c.merged[sort.SearchStrings(c.ids, id)]
+	}
+	for _, cl := range resource.Clashes(own) {
+		first, second := inPlaceOrder(where(&own[cl.First]), where(&own[cl.Second]))
+		out = append(out, conflict{first, second})
+	}
+	return out
 }
 
 // override merges a node section over a role combination, both sorted by

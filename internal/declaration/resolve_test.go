@@ -233,6 +233,90 @@ mode = "0600"
 	})
 }
 
+// One path declared as two types is refused at declare time wherever the
+// two come from, naming both places, for the nodes that would get both.
+func TestResolvePathDeclaredAsTwoTypes(t *testing.T) {
+	base := `[role.base]
+nodes = ["*"]
+[role.base.file."/etc/app"]
+content = "x\n"
+`
+	tests := []struct {
+		name  string
+		other string
+		nodes []Node
+		want  []string
+	}{
+		{"two roles", `[role.web]
+nodes = ["web-*"]
+[role.web.directory."/etc/app"]
+`, []Node{{Name: "db-01"}, {Name: "web-01"}, {Name: "web-02"}},
+			[]string{`b.toml:3: role.web.directory."/etc/app": node web-01 and 1 more: /etc/app is declared as a directory by role web here and as a file by role base at a.toml:3; a path has one type`}},
+		{"a role and a node section", `[node.web-01.symlink."/etc/app"]
+target = "/opt/app"
+`, []Node{{Name: "db-01"}, {Name: "web-01"}},
+			[]string{`b.toml:1: node.web-01.symlink."/etc/app": node web-01: /etc/app is declared as a symlink by node web-01 here and as a file by role base at a.toml:3; a path has one type`}},
+		{"a node section that also overrides", `[node.web-01.symlink."/etc/app"]
+target = "/opt/app"
+[node.web-01.file."/etc/other"]
+content = ""
+`, []Node{{Name: "web-01"}},
+			[]string{`b.toml:1: node.web-01.symlink."/etc/app": node web-01: /etc/app is declared as a symlink by node web-01 here and as a file by role base at a.toml:3; a path has one type`}},
+		{"roles that no node shares", `[role.web]
+nodes = ["web-*"]
+[role.web.directory."/etc/app"]
+[role.base2]
+nodes = ["db-*"]
+[role.base2.file."/etc/app"]
+content = "x\n"
+`, []Node{{Name: "db-01"}}, nil},
+		{"a node section replacing the resource", `[node.web-01.file."/etc/app"]
+content = "mine\n"
+`, []Node{{Name: "web-01"}}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			files := map[string]string{"a.toml": base, "b.toml": tc.other}
+			if tc.name == "roles that no node shares" {
+				files["a.toml"] = ""
+			}
+			d := mustParse(t, files)
+			_, _, problems := d.Resolve(tc.nodes)
+			var got []string
+			for _, p := range problems {
+				if !p.Warning {
+					got = append(got, p.String())
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
+// Settings new to a resource take part in "declared differently".
+func TestResolveSpecialBitsDiffer(t *testing.T) {
+	d := mustParse(t, map[string]string{"site.toml": `[role.a]
+nodes = ["*"]
+[role.a.file."/usr/local/bin/tool"]
+content = ""
+mode = "4755"
+special_bits = true
+[role.b]
+nodes = ["*"]
+[role.b.file."/usr/local/bin/tool"]
+content = ""
+mode = "4755"
+special_bits = true
+replace_symlink = true
+`})
+	_, _, problems := d.Resolve([]Node{{Name: "n1"}})
+	if len(problems) != 1 || !strings.Contains(problems[0].Message, "declared differently") {
+		t.Errorf("problems:\n%s", problemLines(problems))
+	}
+}
+
 // Resolution must scale to large fleets: nodes share specs and content
 // rather than each getting a copy.
 func TestResolveSharesContent(t *testing.T) {

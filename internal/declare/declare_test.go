@@ -498,7 +498,7 @@ func TestNodeDeclarationEncodingDecodesAsOne(t *testing.T) {
 	specs := []resource.Spec{
 		{Kind: resource.File, Path: "/etc/a b/\"q\"", Content: "line\n\ttab \\ \"quote\" \x01 é 🙂\n", Secret: true, Mode: "0600", Owner: "root", Group: "0", Order: 5},
 		{Kind: resource.File, Path: "/etc/gone", State: "absent"},
-		{Kind: resource.Directory, Path: "/srv", Mode: "0755"},
+		{Kind: resource.Directory, Path: "/srv", Mode: "1777", SpecialBits: true, ReplaceSymlink: true},
 		{Kind: resource.Symlink, Path: "/etc/l", Target: "/etc/a b"},
 		{Kind: resource.Package, Name: "nginx", Version: "1.2-3"},
 		{Kind: resource.Service, Name: "nginx.service", Enabled: &tr, Running: &fa, RestartOn: []string{"/etc/a b", "/srv"}, Order: -1},
@@ -545,6 +545,26 @@ func TestNodeDeclarationEncodingDecodesAsOne(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("decoded\n%+v\nwant\n%+v\nfrom\n%s", got, want, b.String())
+	}
+}
+
+// A setting added to resource.Spec leaves the digest of a spec that does
+// not use it as it was, so the first declare after an upgrade does not
+// see every resource as changed and commit a generation for nothing.
+func TestSpecDigestUnchangedByNewSettings(t *testing.T) {
+	tr := true
+	for _, c := range []struct {
+		spec resource.Spec
+		want string
+	}{
+		{resource.Spec{Kind: resource.File, Path: "/etc/motd", State: "present", Content: "hello\n", Mode: "0644", Owner: "root"},
+			"sha256:5f8f0a507f16a0c8f87f4be7aa10c5361225d40c57c6f30805220c3e226b5bea"},
+		{resource.Spec{Kind: resource.Service, Name: "a.service", Enabled: &tr, RestartOn: []string{"/etc/a"}},
+			"sha256:02530ed27c4bacd13baa43adb642b10029e0d7a2e9d927bfa6dd892072ff49e9"},
+	} {
+		if got := SpecDigest(c.spec); got != c.want {
+			t.Errorf("SpecDigest(%s) = %s, want %s as before", c.spec.ID(), got, c.want)
+		}
 	}
 }
 

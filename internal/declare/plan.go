@@ -375,8 +375,9 @@ func (c *entryCache) newEntry(s *resource.Spec) (*entry, error) {
 // TestSameSpecCoversSpec keeps it in step with resource.Spec.
 func sameSpec(a, b *resource.Spec) bool {
 	return a.Kind == b.Kind && a.Path == b.Path && a.Name == b.Name && a.State == b.State &&
-		a.Content == b.Content && a.Secret == b.Secret && a.Mode == b.Mode && a.Owner == b.Owner &&
-		a.Group == b.Group && a.Target == b.Target && a.Version == b.Version &&
+		a.Content == b.Content && a.Secret == b.Secret && a.Mode == b.Mode && a.SpecialBits == b.SpecialBits &&
+		a.Owner == b.Owner && a.Group == b.Group && a.ReplaceSymlink == b.ReplaceSymlink &&
+		a.Target == b.Target && a.Version == b.Version &&
 		sameBool(a.Enabled, b.Enabled) && sameBool(a.Running, b.Running) &&
 		slices.Equal(a.RestartOn, b.RestartOn) && a.Order == b.Order
 }

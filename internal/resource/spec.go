@@ -37,15 +37,17 @@ type Spec struct {
 	// the mode as created (0644 files, 0755 directories).
 	Mode string `toml:"mode,omitempty"`
 	// SpecialBits allows Mode to set the setuid, setgid or sticky bit;
-	// without it such a mode is refused (see Check).
-	SpecialBits bool `toml:"special_bits,omitempty"`
+	// without it such a mode is refused (see Check). Left out of JSON
+	// when false, like ReplaceSymlink, so the digest declare keeps of a
+	// spec without it is the one it had before the setting existed.
+	SpecialBits bool `toml:"special_bits,omitempty" json:",omitempty"`
 	// Owner and Group are names or numeric ids; empty leaves them as is.
 	Owner string `toml:"owner,omitempty"`
 	Group string `toml:"group,omitempty"`
 	// ReplaceSymlink lets a file or directory replace a symlink at its
 	// path that the host does not own; without it that line fails. A
 	// symlink the host owns is replaced either way.
-	ReplaceSymlink bool `toml:"replace_symlink,omitempty"`
+	ReplaceSymlink bool `toml:"replace_symlink,omitempty" json:",omitempty"`
 	// Target is a symlink's target.
 	Target string `toml:"target,omitempty"`
 
