@@ -151,6 +151,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return res, nil
 	}
 	gen, commit, nd := f.gen, f.commit, f.nd
+	if err := checkDeclaration(gen, nd); err != nil {
+		return nil, err
+	}
 	gc.declared(len(nd.Resources))
 	var notes []string
 	if !hadLedger && len(nd.Recovery) > 0 {
@@ -191,7 +194,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 
-	sys := &resource.System{Root: o.Root, Packages: o.Packages, Services: o.Services, DryRun: o.DryRun, Prune: nd.Prune, Known: known, Now: o.Now}
+	sys := &resource.System{Root: o.Root, Packages: o.Packages, Services: o.Services, DryRun: o.DryRun, Prune: nd.Prune, Known: known, Now: o.Now, Owns: led.Owns}
 	staging := &stagingNote{dir: state}
 	if !o.DryRun {
 		sys.SweepTemps = staging.found()

@@ -61,3 +61,10 @@ func (l Ledger) Orphans(declared map[string]bool) []Entry {
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }
+
+// Owns reports whether the ledger holds the resource with this ID: the host
+// created it or has managed it.
+func (l Ledger) Owns(id string) bool {
+	_, ok := l[id]
+	return ok
+}
