@@ -71,6 +71,8 @@ func TestExampleParsesWithoutProblems(t *testing.T) {
 		{"web-02", "file:/etc/nginx/upstream-token", func(s resource.Spec) bool { return s.Secret && s.Mode == "0600" }, "a secret file"},
 		{"db-01", "service:prometheus-node-exporter.service", func(s resource.Spec) bool { return isTrue(s.Running) }, "the exporter (label selection)"},
 		{"db-01", "package:muster", func(s resource.Spec) bool { return s.Version == "1.4.2-1" && s.Order == 20 }, "muster itself"},
+		{"db-01", "file:/etc/resolv.conf", func(s resource.Spec) bool { return s.ReplaceSymlink }, "a file that may replace a symlink"},
+		{"web-02", "directory:/srv/www/uploads", func(s resource.Spec) bool { return s.Mode == "2775" && s.SpecialBits }, "a setgid directory"},
 	}
 	for _, c := range checks {
 		s, ok := byNode[c.node][c.id]

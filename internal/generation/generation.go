@@ -87,6 +87,24 @@ type NodeDeclaration struct {
 	RecoveryFrom string         `toml:"recovery_from,omitempty"`
 }
 
+// Validate holds the declaration to the rules muster declare holds every
+// declaration to: resource.Validate on its resources, and resource.Check
+// on each recovery entry, whose paths a host may remove as orphans. It
+// names the first entry at fault. A host runs it on every declaration
+// before it changes anything.
+func (nd *NodeDeclaration) Validate() error {
+	if err := resource.Validate(nd.Resources); err != nil {
+		return err
+	}
+	for i, e := range nd.Recovery {
+		s := e.Spec()
+		if bad := resource.Check(&s); len(bad) > 0 {
+			return fmt.Errorf("recovery copy entry %d of %d, %s: %v", i+1, len(nd.Recovery), resource.ShownID(&s), bad[0])
+		}
+	}
+	return nil
+}
+
 // Manifest records, for the mesh only, what a generation assigned.
 type Manifest struct {
 	Version    int            `toml:"version"`

@@ -148,8 +148,8 @@ type Checked struct {
 // SelfCheck is what a newly installed muster does once, run by the muster
 // that installed it (muster apply --self-check): with the host config and
 // identity already loaded (which reads the config file and the keys), it
-// opens the spool, verifies and decodes this node's newest declaration,
-// and verifies the spool's package repository index if there is one. It
+// opens the spool, verifies, decodes and validates this node's newest
+// declaration, and verifies the spool's package repository index if there is one. It
 // writes nothing, and takes no lock: the apply that runs it holds the
 // lock.
 func SelfCheck(ctx context.Context, cfg *host.Config, id *host.Identity) (*Checked, error) {
@@ -184,6 +184,11 @@ func SelfCheck(ctx context.Context, cfg *host.Config, id *host.Identity) (*Check
 		}
 		if nd.NodeID != nodeID || nd.Generation != g {
 			return false, fault.Refusedf("declaration %s refused: it is addressed to node %s, generation %d", name, nd.NodeID, nd.Generation)
+		}
+		// A muster that would refuse the declaration it is to apply
+		// must not be installed.
+		if err := nd.Validate(); err != nil {
+			return nil, fault.Refusedf("declaration of generation %d refused: %w", g, err)
 		}
 		res.Generation, res.Resources = g, len(nd.Resources)
 		return false, nil

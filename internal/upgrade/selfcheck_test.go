@@ -13,9 +13,11 @@ import (
 
 	"github.com/muster-tool/muster/internal/bundle"
 	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/generation"
 	"github.com/muster-tool/muster/internal/host"
 	"github.com/muster-tool/muster/internal/keys"
 	"github.com/muster-tool/muster/internal/repo"
+	"github.com/muster-tool/muster/internal/resource"
 	"github.com/muster-tool/muster/spool"
 )
 
@@ -127,6 +129,31 @@ func TestSelfCheck(t *testing.T) {
 		t.Errorf("forged index: %+v, %v; want index 1", got, err)
 	}
 	os.Remove(filepath.Join(s.spool, "repo", "index", "00000000000000000002"))
+
+	// A declaration signed by the mesh that declare would have refused:
+	// a muster that would refuse it at every apply fails its self-check.
+	c, err := generation.ReadCommit(ctx, sp, 1, pair.Sign.Public().(ed25519.PublicKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nd := generation.NodeDeclaration{Version: generation.FormatVersion, Generation: 1, Run: c.Run, Node: "node-1", NodeID: id.NodeID(),
+		DeclaredAt: time.Now().UTC(), Resources: []resource.Spec{{Kind: resource.File, Path: "/etc/../etc/motd", Content: "x"}}}
+	rcpt, err := id.Pair.Public().Recipient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged, err := bundle.SealTOML(nd, generation.DeclCtx(1, c.Run, id.NodeID()), pair.Sign, rcpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Join(s.spool, spool.DeclName(1, c.Run, id.NodeID()))
+	os.Chmod(name, 0o644)
+	if err := os.WriteFile(name, forged, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := SelfCheck(ctx, cfg, id); fault.ClassOf(err) != fault.Refused || !strings.Contains(err.Error(), `declaration of generation 1 refused: resource 1 of 1, file:/etc/../etc/motd: path "/etc/../etc/motd" contains ..`) {
+		t.Errorf("a declaration declare would refuse: err = %v", err)
+	}
 
 	// A damaged declaration.
 	var decl string
