@@ -39,7 +39,10 @@ history does not hold it, is a fork of the mesh's history and refused
 (status 3). Commits that do not verify against the mesh key are skipped
 with a warning, never obeyed. A generation past the expiry declare
 --valid-for signed into it is still enforced, but reported as a failed
-line (status 1). A report that cannot be written to the spool waits in the state
+line (status 1). A declaration that breaks the rules declare holds it to (an
+unclean path, a control character, set-id bits without special_bits, one path
+as two types) is refused whole before anything changes (status 3), naming the
+generation and the entry. A report that cannot be written to the spool waits in the state
 directory's outbox (status 4) and is sent first by the next run.
 
 Made for a systemd timer or cron: non-interactive, one summary line when
