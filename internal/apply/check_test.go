@@ -182,16 +182,20 @@ func TestFileOverSymlink(t *testing.T) {
 		t.Fatalf("no line %s in the last report", id)
 		return ""
 	}
+	replaced := func(what, p string) {
+		t.Helper()
+		if got, want := line("file:"+p), "changed replaced symlink with file"; got != want {
+			t.Errorf("%s: line %q, want %q", what, got, want)
+		}
+		if got := readFile(t, filepath.Join(h.root, p)); got != "mine\n" {
+			t.Errorf("%s: content %q", what, got)
+		}
+	}
 	f.declare(everyNode + "[role.all.symlink.\"/etc/app.conf\"]\ntarget = \"/opt/app.conf\"\n")
 	f.mustApply(h)
 	f.declare(everyNode + "[role.all.file.\"/etc/app.conf\"]\ncontent = \"mine\\n\"\n")
 	f.mustApply(h)
-	if got, want := line("file:/etc/app.conf"), "changed replaced symlink with file"; got != want {
-		t.Errorf("muster's own symlink: line %q, want %q", got, want)
-	}
-	if got := readFile(t, filepath.Join(h.root, "etc/app.conf")); got != "mine\n" {
-		t.Errorf("content %q", got)
-	}
+	replaced("muster's own symlink", "/etc/app.conf")
 
 	if err := os.Symlink("/opt/other.conf", filepath.Join(h.root, "etc/other.conf")); err != nil {
 		t.Fatal(err)
@@ -207,10 +211,5 @@ func TestFileOverSymlink(t *testing.T) {
 	}
 	f.declare(everyNode + "[role.all.file.\"/etc/other.conf\"]\ncontent = \"mine\\n\"\nreplace_symlink = true\n")
 	f.mustApply(h)
-	if got, want := line("file:/etc/other.conf"), "changed replaced symlink with file"; got != want {
-		t.Errorf("replace_symlink = true: line %q, want %q", got, want)
-	}
-	if got := readFile(t, filepath.Join(h.root, "etc/other.conf")); got != "mine\n" {
-		t.Errorf("content %q", got)
-	}
+	replaced("replace_symlink = true", "/etc/other.conf")
 }

@@ -4,10 +4,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/muster-tool/muster/internal/resource"
 )
 
 // FuzzParse feeds arbitrary bytes to the declaration parser: it must never
-// panic, and every problem must say what is wrong and where.
+// panic, every problem must say what is wrong and where, and what resolves
+// without errors must pass the host's check.
 func FuzzParse(f *testing.F) {
 	if ex, err := os.ReadFile(filepath.Join(exampleDir, "site.toml")); err == nil {
 		f.Add(ex)
@@ -36,8 +39,17 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("errors = %t but declaration nil = %t", HasErrors(problems), d == nil)
 		}
 		if d != nil {
-			_, _, problems := d.Resolve([]Node{{Name: "n"}, {Name: "web-01", Labels: map[string]string{"env": "prod"}}})
+			resolved, _, problems := d.Resolve([]Node{{Name: "n"}, {Name: "web-01", Labels: map[string]string{"env": "prod"}}})
 			check(problems)
+			// What declare would commit, a host accepts: both sides
+			// hold it to resource.Validate.
+			if !HasErrors(problems) {
+				for _, r := range resolved {
+					if err := resource.Validate(r.Resources); err != nil {
+						t.Fatalf("node %s: declare accepts what a host refuses: %v", r.Node, err)
+					}
+				}
+			}
 		}
 	})
 }
