@@ -152,7 +152,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	gen, commit, nd := f.gen, f.commit, f.nd
 	if err := checkDeclaration(gen, nd); err != nil {
-		return nil, err
+		return res, err
 	}
 	gc.declared(len(nd.Resources))
 	var notes []string

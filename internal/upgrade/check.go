@@ -188,7 +188,7 @@ func SelfCheck(ctx context.Context, cfg *host.Config, id *host.Identity) (*Check
 		// A muster that would refuse the declaration it is to apply
 		// must not be installed.
 		if err := nd.Validate(); err != nil {
-			return nil, fault.Refusedf("declaration of generation %d refused: %w", g, err)
+			return false, fault.Refusedf("declaration of generation %d refused: %w", g, err)
 		}
 		res.Generation, res.Resources = g, len(nd.Resources)
 		return false, nil
