@@ -218,8 +218,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	newLedger := make(ledger.Ledger, len(results))
 	for i, r := range results {
 		s := &nd.Resources[i]
-		lines = append(lines, outcome.Line{ID: r.ID, Status: r.Status, Detail: r.Detail, Digest: r.Digest})
 		old, owned := led[r.ID]
+		l := outcome.Line{ID: r.ID, Status: r.Status, Detail: r.Detail, Digest: r.Digest}
+		if !o.DryRun && owned {
+			lostChange(&l, old)
+		}
+		lines = append(lines, l)
 		switch {
 		case declaredAbsent(s):
 			// Nothing is owned where the declaration wants nothing.
@@ -284,24 +288,47 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	journal := res.Changed+res.Removed+res.Failed+res.Warned > 0 || len(notes) > 0
 	if journal {
 		if err := outboxPut(state, name, data); err != nil {
-			return nil, fmt.Errorf("keep report in the outbox: %w", err)
+			// The state disk is full or failing. The spool may take
+			// the report directly; if it cannot either, the ledger is
+			// left as it was, so the next run reports these changes
+			// again (lostChange).
+			if serr := o.Spool.Put(ctx, name, data); serr != nil {
+				return res, fault.WithHint(fault.New(fault.Temporary, fmt.Errorf("the report could not be kept in the outbox (%v) nor sent to spool %s (%v)", err, o.Spool, serr)),
+					"free space in the state directory "+state+" and make the spool reachable: the next run reports what this one changed")
+			}
+			res.Sent = true
+			journal = false
 		}
 	}
+	// The report is safe (in the outbox, or sent): the state moves on. A
+	// state that cannot be kept (the disk is full) does not stop the
+	// report going out; the next run starts from the state before, and
+	// reports again what this one changed (lostChange).
+	var keepErr error
 	if !sameLedger(led, newLedger) || !hadLedger {
-		if err := saveLedger(state, key, newLedger); err != nil {
-			return nil, err
-		}
+		keepErr = saveLedger(state, key, newLedger)
 	}
 	failedChanged := !slices.Equal(st.FailedVersions, up.Failed())
-	if !hadState || st.Generation != gen || st.Run != commit.Run || st.Commit != commit.Digest || failedChanged {
+	if keepErr == nil && (!hadState || st.Generation != gen || st.Run != commit.Run || st.Commit != commit.Digest || failedChanged) {
 		if st.Generation != gen {
 			st.AppliedAt = o.Now().UTC()
 		}
 		st.Generation, st.Run, st.Commit = gen, commit.Run, commit.Digest
 		st.FailedVersions = up.Failed()
-		if err := saveState(state, key, st); err != nil {
-			return nil, err
+		keepErr = saveState(state, key, st)
+	}
+	if keepErr != nil {
+		sent, err := flushOutbox(ctx, o.Spool, state)
+		for _, s := range sent {
+			if s == name {
+				res.Sent = true
+			}
 		}
+		if !journal && err == nil && !res.Sent {
+			res.Sent = o.Spool.Put(ctx, name, data) == nil
+		}
+		return res, fault.WithHint(fault.New(fault.Temporary, fmt.Errorf("the host's state could not be kept: %w", keepErr)),
+			"free space in the state directory "+state+": the next run starts from the state before this one and reports what it changed")
 	}
 	// Only now that the state holds the failed version may the
 	// launcher's rollback note go.
@@ -324,7 +351,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		if err != nil {
 			if perr := outboxPut(state, name, data); perr != nil {
-				return nil, fmt.Errorf("keep report in the outbox: %w (sending it failed: %v)", perr, err)
+				// Nothing changed, so nothing is lost: the next run
+				// reports the same.
+				return res, fault.New(fault.Temporary, fmt.Errorf("keep report in the outbox: %w (sending it failed: %v)", perr, err))
 			}
 		}
 	}
@@ -360,6 +389,23 @@ const (
 	RepoDir    = "repo"
 	RepoLineID = "muster:repository"
 )
+
+// lostChange makes an unchanged line changed when the resource is not in
+// the state the ledger last recorded for it: the ledger is kept only after
+// the run's report is safe (in the outbox or the spool), so a run whose
+// report was lost (the state disk full, the spool gone) left the ledger as
+// it was, and the change it made is reported now rather than never.
+func lostChange(l *outcome.Line, old ledger.Entry) {
+	if l.Status != outcome.OK || old.Digest == "" || l.Digest == "" || old.Digest == l.Digest {
+		return
+	}
+	l.Status = outcome.Changed
+	d := "changed since this host last reported (by a run whose report was lost, or by hand)"
+	if l.Detail != "" {
+		d = l.Detail + "; " + d
+	}
+	l.Detail = d
+}
 
 // declaresPackages reports whether specs install a package, which may come
 // from the mesh's repository.
@@ -436,6 +482,13 @@ func orphans(ctx context.Context, sys *resource.System, led ledger.Ledger, specs
 			l.Detail = "orphan: would be removed"
 		case r.Status == outcome.Removed:
 			l.Detail = "orphan removed"
+		case !sys.DryRun && r.Status == outcome.OK && remove[i].Kind != resource.Package:
+			// Owned, and already gone: since this host last kept its
+			// ledger it was removed, by a run whose report was lost
+			// (see lostChange) or by hand. Either way the mesh has not
+			// heard of it.
+			l.Status = outcome.Removed
+			l.Detail = "orphan removed since this host last reported (by a run whose report was lost, or by hand)"
 		default:
 			l.Detail = "orphan: " + r.Detail
 		}

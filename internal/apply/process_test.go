@@ -189,11 +189,12 @@ func TestExitStatus(t *testing.T) {
 		t.Errorf("rollback: status %d, stderr %q", code, errs)
 	}
 
-	// A corrupt state file: status 1, the file and the way out named.
+	// A corrupt state file: refused (it does not authenticate), the file
+	// and the way out named.
 	state := filepath.Join(h.state, "state.toml")
 	writeFile(t, state, "generation = ")
 	_, errs, code = h.run(t, "apply")
-	if code != 1 || !strings.Contains(errs, "muster: error: state file "+state+" is corrupt") || !strings.Contains(errs, "muster: hint: ") || !strings.Contains(errs, "mv "+state) {
+	if code != 3 || !strings.Contains(errs, "muster: error: state file "+state+" refused: it is corrupt") || !strings.Contains(errs, "muster: hint: ") || !strings.Contains(errs, "mv "+state) {
 		t.Errorf("corrupt state: status %d, stderr %q", code, errs)
 	}
 }

@@ -23,6 +23,18 @@ type outage struct {
 	mu    sync.Mutex
 	asked []string
 	down  bool
+	// reportsDown: writing reports fails too.
+	reportsDown bool
+}
+
+func (o *outage) Put(ctx context.Context, name string, data []byte) error {
+	o.mu.Lock()
+	down := o.reportsDown && strings.HasPrefix(name, spool.ReportPrefix)
+	o.mu.Unlock()
+	if down {
+		return fmt.Errorf("spool %s: put %s: connection refused: %w", o.Spool, name, spool.ErrUnavailable)
+	}
+	return o.Spool.Put(ctx, name, data)
 }
 
 func (o *outage) note(name string) error {

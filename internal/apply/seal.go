@@ -47,7 +47,7 @@ func (k stateKey) seal(body []byte) []byte {
 	return append(out, '\n')
 }
 
-var errUnsealed = errors.New("its last line does not authenticate it under this host's key: it was changed by something other than muster apply, or belongs to another host")
+var errUnsealed = errors.New("it is corrupt, or was changed by something other than muster apply, or belongs to another host: its last line does not authenticate it under this host's key")
 
 // open checks data's authenticating line and returns the rest.
 func (k stateKey) open(data []byte) ([]byte, error) {

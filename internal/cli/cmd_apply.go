@@ -113,6 +113,11 @@ muster apply --root /srv/images/web --config /srv/images/web.toml`,
 					for _, w := range res.Warnings {
 						env.Warnf("%s", w)
 					}
+					if err != nil && res.Report != nil {
+						// The work was done: say what changed, even
+						// though the report could not be kept.
+						printLines(env.Stdio.Out, res.Report.Lines)
+					}
 				}
 				if err != nil {
 					if stopped := interrupted(ctx, *timeout); stopped != "" {
