@@ -101,8 +101,7 @@ func TestS3SharedCredentialsFile(t *testing.T) {
 	if err := os.WriteFile(file, []byte(ini), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("AWS_ACCESS_KEY_ID", "")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+	s3server.HideAWS(t)
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", file)
 	t.Setenv("AWS_PROFILE", "muster")
 	sp, err := spool.Open(srv.URL("open/file"))
@@ -123,16 +122,15 @@ func TestS3SharedCredentialsFile(t *testing.T) {
 	if err == nil || fault.ClassOf(err) != fault.Temporary || !strings.Contains(fault.HintOf(err), "credentials") {
 		t.Errorf("Put with wrong credentials: %v (class %v, hint %q), want a temporary error hinting at credentials", err, fault.ClassOf(err), fault.HintOf(err))
 	}
-	// No credentials anywhere: the hint says so.
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	// A profile that is nowhere: the error names it.
+	t.Setenv("AWS_PROFILE", "nobody")
 	sp, err = spool.Open(srv.URL("open/file"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = sp.Put(t.Context(), "c", []byte("z"))
-	if fault.ClassOf(err) != fault.Temporary || !strings.Contains(fault.HintOf(err), "no credentials found") {
-		t.Errorf("Put without credentials: %v (hint %q), want a temporary error saying no credentials were found", err, fault.HintOf(err))
+	if fault.ClassOf(err) != fault.Temporary || !strings.Contains(err.Error(), "could not get credentials") || !strings.Contains(err.Error(), "nobody") {
+		t.Errorf("Put with AWS_PROFILE naming no profile: %v, want a temporary error naming the profile", err)
 	}
 }
 
@@ -333,9 +331,10 @@ func TestS3Retries(t *testing.T) {
 	}
 }
 
-// TestS3Timeout checks that a store that accepts connections and never
-// answers counts as unavailable after the attempts, each bounded by the
-// timeout.
+// TestS3Timeout: a store that accepts connections and never answers is
+// given up on within the spool location's timeout=, the budget of one
+// request with all its attempts, and the error says the store did not
+// answer, naming it.
 func TestS3Timeout(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -362,22 +361,43 @@ func TestS3Timeout(t *testing.T) {
 		}
 		mu.Unlock()
 	}()
-	cfg := spool.S3Config{Bucket: "bucket", Prefix: "p", Endpoint: l.Addr().String(), Region: "us-east-1", Insecure: true,
-		AccessKey: "k", SecretKey: "s", Attempts: 2, Backoff: time.Millisecond, Timeout: 200 * time.Millisecond}
+	const budget = time.Second
+	cfg, err := spool.ParseS3Location("s3://bucket/p?region=us-east-1&tls=false&timeout=1s&endpoint=" + l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Timeout != budget {
+		t.Fatalf("timeout=1s gave Timeout %v", cfg.Timeout)
+	}
+	cfg.AccessKey, cfg.SecretKey = "k", "s"
 	sp, err := spool.OpenS3(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	err = sp.Put(t.Context(), "a", []byte("x"))
-	if !errors.Is(err, spool.ErrUnavailable) || fault.ClassOf(err) != fault.Temporary {
-		t.Fatalf("silent store: %v, want temporary ErrUnavailable", err)
-	}
-	if !strings.Contains(err.Error(), "2 attempts") {
-		t.Errorf("error %q does not say how often it tried", err)
-	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("giving up took %v, want about 2 × 200ms", d)
+	for op, f := range map[string]func() error{
+		"put a": func() error { return sp.Put(t.Context(), "a", []byte("x")) },
+		"list /": func() error {
+			return sp.List(t.Context(), "", func(spool.Info) error { return nil })
+		},
+	} {
+		start := time.Now()
+		err := f()
+		took := time.Since(start)
+		if !errors.Is(err, spool.ErrUnavailable) || fault.ClassOf(err) != fault.Temporary {
+			t.Fatalf("%s on a silent store: %v, want temporary ErrUnavailable", op, err)
+		}
+		want := "spool s3://bucket/p at " + l.Addr().String() + ": " + op + ": the store did not answer within 1s ("
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+		if !strings.Contains(fault.HintOf(err), l.Addr().String()) || !strings.Contains(fault.HintOf(err), "timeout=") {
+			t.Errorf("hint %q should name the store and timeout=", fault.HintOf(err))
+		}
+		// The bound under test, with room for a busy machine: without
+		// it each request waited 5 attempts of 2 minutes.
+		if took > budget+time.Second {
+			t.Errorf("%s: giving up took %v, want about the budget of %v", op, took, budget)
+		}
 	}
 }
 

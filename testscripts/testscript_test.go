@@ -35,7 +35,7 @@ func TestScriptsS3(t *testing.T) {
 	srv.SetEnv(t)
 	testscript.Run(t, params("s3", func(env *testscript.Env) error {
 		env.Setenv("S3SPOOL", srv.BucketURL(srv.NewBucket(), "spool"))
-		for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SHARED_CREDENTIALS_FILE"} {
+		for _, k := range s3server.EnvNames {
 			env.Setenv(k, os.Getenv(k))
 		}
 		return nil

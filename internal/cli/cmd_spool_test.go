@@ -14,6 +14,7 @@ import (
 	"github.com/muster-tool/muster/internal/generation"
 	"github.com/muster-tool/muster/internal/keys"
 	"github.com/muster-tool/muster/internal/mesh"
+	"github.com/muster-tool/muster/internal/testutil/s3server"
 	"github.com/muster-tool/muster/spool"
 )
 
@@ -155,6 +156,7 @@ func TestSpoolSyncCommandUsage(t *testing.T) {
 // temporary failure, so a timer tries again.
 func TestSpoolSyncCommandStoreDown(t *testing.T) {
 	src, _ := spoolWith(t, "mesh/keys")
+	s3server.HideAWS(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", "k")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
 	code, _, errs := runMuster(t, "spool", "sync", src, "s3://bucket/p?endpoint=127.0.0.1:1&tls=false&region=us-east-1")

@@ -139,14 +139,36 @@ func (s *Server) NewBucket() string {
 }
 
 // SetEnv points the AWS credential variables at the server's root user for
-// the rest of the test, and hides any shared credentials file.
+// the rest of the test (see HideAWS for the rest).
 func (s *Server) SetEnv(t testing.TB) {
+	HideAWS(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", SecretKey)
-	t.Setenv("AWS_SESSION_TOKEN", "")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "no-credentials"))
-	t.Setenv("AWS_PROFILE", "")
 }
+
+// HideAWS clears, for the rest of the test, every variable that tells the
+// AWS SDK where to find credentials or endpoints, points the shared files
+// at files that do not exist, and turns the instance metadata service off:
+// no test may read the machine's ~/.aws or send a request off loopback.
+func HideAWS(t testing.TB) {
+	for _, k := range []string{
+		"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE",
+		"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ROLE_ARN", "AWS_ROLE_SESSION_NAME", "AWS_WEB_IDENTITY_TOKEN_FILE",
+		"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+		"AWS_CONTAINER_AUTHORIZATION_TOKEN", "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+		"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_STS", "AWS_EC2_METADATA_SERVICE_ENDPOINT",
+	} {
+		t.Setenv(k, "")
+	}
+	none := filepath.Join(t.TempDir(), "none")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", none)
+	t.Setenv("AWS_CONFIG_FILE", none)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+}
+
+// EnvNames are the variables HideAWS sets, for tests that run muster with
+// an environment of their own (testscript).
+var EnvNames = []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "AWS_EC2_METADATA_DISABLED"}
 
 // Dir is the directory the server stores the bucket's objects in (as
 // Dir()/Bucket/key), for tests that damage an object behind the server's
