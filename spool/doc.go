@@ -1,8 +1,9 @@
 // Package spool owns the spool: the store of immutable, uniquely named
 // objects that is the only channel between the mesh and its hosts. It
 // defines the Spool interface every backend implements, the object naming
-// rules (ValidName), the layout of names below, and the directory backend
-// (Dir); spool/spooltest holds the conformance suite. The spool stores
+// rules (ValidName), the layout of names below, the directory backend
+// (Dir) and the S3 backend (S3, an adapter over the protocol client in
+// internal/s3client); spool/spooltest holds the conformance suite. The spool stores
 // bytes and never sees plaintext: every object is a bundle, sealed or signed
 // by the layer above.
 //
@@ -133,18 +134,29 @@
 // The S3 backend keeps a spool in a bucket of an S3-compatible object
 // store (AWS S3, MinIO, Ceph, Garage, versitygw). Its location is
 //
-//	s3://bucket/prefix?endpoint=host:port&region=R&tls=false
+//	s3://bucket/prefix?endpoint=host:port&region=R&tls=false&timeout=1m
 //
 // Object name N is the key prefix/N (N itself when there is no prefix).
 // Without endpoint the store is AWS S3; with one it is addressed
 // path-style (http(s)://host:port/bucket/key), which every S3-compatible
-// store understands. region defaults to AWS_REGION or AWS_DEFAULT_REGION,
-// else the store is asked; tls=false talks plain HTTP. Any other parameter
-// is refused, so a misspelt one is not ignored. Credentials never appear in
-// the location: they come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
-// AWS_SESSION_TOKEN, else from the shared credentials file
-// (AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials, profile AWS_PROFILE
-// or "default").
+// store understands, and the location alone says where the store is
+// (AWS_ENDPOINT_URL is not read). region defaults to AWS_REGION or
+// AWS_DEFAULT_REGION, else the store is asked once (GetBucketLocation);
+// tls=false talks plain HTTP; timeout bounds each request (see below).
+// Any other parameter is refused, so a misspelt one is not ignored.
+//
+// Credentials never appear in the location. They are found as the AWS
+// tools find them (the AWS SDK for Go's default chain, see
+// internal/s3client): AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
+// AWS_SESSION_TOKEN; a web identity token (AWS_WEB_IDENTITY_TOKEN_FILE
+// with AWS_ROLE_ARN) traded with STS; the profile AWS_PROFILE (default
+// "default") of the shared config file (AWS_CONFIG_FILE or ~/.aws/config)
+// and the shared credentials file (AWS_SHARED_CREDENTIALS_FILE or
+// ~/.aws/credentials), with static keys, credential_process, role_arn or
+// SSO; a container's credentials endpoint; the instance metadata service
+// (IMDSv2). Opening a spool reads no file: the files are read, and a
+// source asked, on the first request. When no source has credentials no
+// request is sent.
 //
 // S3 keys are at most 1024 bytes, prefix included, so under a prefix of P
 // bytes names longer than 1023-P bytes are refused with ErrBadName.
@@ -167,18 +179,30 @@
 //
 // List pages through the store's key listing (1000 keys a request) in key
 // order, which is bytewise name order; keys that are no valid name (folder
-// markers, anything else in the bucket) are not shown. Get refuses an
-// object larger than its limit from the Content-Length, and never reads
-// more than the limit plus one byte. Stores that keep objects as files
-// (versitygw's posix backend) cannot hold "a/b" and "a/b/c" at once; their
-// refusal is ErrConflict, as in the directory backend.
+// markers, anything else in the bucket) are not shown. A key that comes
+// out of that order (at or before the key before it, within a page or
+// across pages) or outside the prefix asked for is an error, never
+// skipped: such a listing cannot be trusted to show every object once. A
+// page that fails is asked for again with the same continuation token.
+// Get refuses an object larger than its limit from the Content-Length,
+// and never reads more than the limit plus one byte. Stores that keep
+// objects as files (versitygw's posix backend) cannot hold "a/b" and
+// "a/b/c" at once; their refusal is ErrConflict, as in the directory
+// backend.
 //
-// Every request is tried up to 5 times when it fails in a way trying again
-// may cure (a 5xx answer, throttling such as 503 SlowDown, a timeout, a
-// broken connection), waiting 200ms before the second attempt and twice as
-// long before each next one, up to 5s, give or take a quarter. Then the
-// error wraps ErrUnavailable and is classed temporary, as are refused
-// credentials and a missing bucket (fixed outside muster, like a directory
-// that is not mounted). Errors name the store ("s3://bucket/prefix at
-// host:port"), the operation and object, and the attempts made.
+// Each request (one page of a listing counts as one) has a budget of
+// timeout, default 1m, for all its attempts. It is tried up to 5 times
+// within it when it fails in a way trying again may cure (a 5xx answer,
+// throttling such as 503 SlowDown, a timeout, a refused or broken
+// connection), waiting 200ms before the second attempt and twice as long
+// before each next one, up to 5s, give or take a quarter. Each attempt
+// waits at most a third of the budget to connect and for the store's
+// answer to begin, so a store that accepts connections and never answers
+// is tried three times and given up on after the budget, with an error
+// saying that the store did not answer within it. A failure that outlasts
+// the budget or the attempts wraps ErrUnavailable and is classed
+// temporary, as are credentials that cannot be found or are refused and a
+// missing bucket (fixed outside muster, like a directory that is not
+// mounted). Errors name the store ("s3://bucket/prefix at host:port"), the
+// operation and object, and the attempts made.
 package spool

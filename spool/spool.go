@@ -67,7 +67,7 @@ var (
 )
 
 // Open opens a spool from a location: a directory path, "dir:PATH",
-// "file://PATH", or "s3://bucket/prefix?endpoint=host:port&region=R&tls=false"
+// "file://PATH", or "s3://bucket/prefix?endpoint=host:port&region=R&tls=false&timeout=1m"
 // (see ParseS3Location). A location that is not understood is a usage
 // error.
 func Open(location string) (Spool, error) {

@@ -196,7 +196,7 @@ func addGlobalFlags(fs *pflag.FlagSet, g *Globals, which []string, hostConfig bo
 	for _, w := range which {
 		switch w {
 		case "spool":
-			usage := "the spool `SPOOL`: a directory or s3://bucket/prefix (env MUSTER_SPOOL)"
+			usage := "the spool `SPOOL`: a directory or s3://bucket/prefix, with parameters such as endpoint= and timeout= (muster-spool(5); env MUSTER_SPOOL)"
 			if hostConfig {
 				usage = "the spool `SPOOL` instead of the host config's"
 			}

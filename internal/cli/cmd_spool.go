@@ -67,7 +67,9 @@ generation never appears before its declarations.
 
 An object present on both sides with different bytes is a conflict: it is
 named on stderr and left alone, and sync exits 1. An interrupted sync leaves
-only whole objects; run it again to copy the rest.
+only whole objects; run it again to copy the rest. An object store that does
+not answer a request within its location's timeout= (default 1m, retries
+included) makes sync stop with status 4.
 
 Prints a one-line summary (a progress bar on a terminal), or with --json:
 {"version": 1, "source", "destination", "dry_run", "copied", "skipped",
