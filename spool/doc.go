@@ -154,9 +154,10 @@
 // and the shared credentials file (AWS_SHARED_CREDENTIALS_FILE or
 // ~/.aws/credentials), with static keys, credential_process, role_arn or
 // SSO; a container's credentials endpoint; the instance metadata service
-// (IMDSv2). Opening a spool reads no file: the files are read, and a
-// source asked, on the first request. When no source has credentials no
-// request is sent.
+// (IMDSv2). A CA bundle for a store behind a private CA comes from the
+// same configuration (AWS_CA_BUNDLE, or a profile's ca_bundle). Opening a
+// spool reads no file: the files are read, and a source asked, on the
+// first request. When no source has credentials no request is sent.
 //
 // S3 keys are at most 1024 bytes, prefix included, so under a prefix of P
 // bytes names longer than 1023-P bytes are refused with ErrBadName.

@@ -14,6 +14,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/md5"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -148,9 +149,12 @@ func (c *Client) client(ctx context.Context) (*s3.Client, error) {
 	if c.api != nil {
 		return c.api, nil
 	}
-	creds, err := c.credentials(ctx)
+	creds, roots, err := c.credentials(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if roots != nil {
+		c.http.Transport.(*http.Transport).TLSClientConfig = &tls.Config{RootCAs: roots}
 	}
 	c.api = s3.New(s3.Options{
 		AppID:       "muster",

@@ -3,8 +3,10 @@ package s3client
 import (
 	"cmp"
 	"context"
+	"crypto/x509"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/smithy-go/logging"
@@ -31,9 +33,13 @@ import (
 // Keys that expire are fetched again before they do. Loading the chain
 // reads the shared files; asking a source (running a credential_process,
 // calling STS or the metadata service) happens on the first request.
-func (c *Client) credentials(ctx context.Context) (aws.CredentialsProvider, error) {
+//
+// The shared configuration can also name a CA bundle (AWS_CA_BUNDLE or the
+// profile's ca_bundle) for a store behind a private CA: it returns the
+// pool the SDK made of it, or nil.
+func (c *Client) credentials(ctx context.Context) (aws.CredentialsProvider, *x509.CertPool, error) {
 	if c.cfg.AccessKey != "" {
-		return credentials.NewStaticCredentialsProvider(c.cfg.AccessKey, c.cfg.SecretKey, c.cfg.SessionToken), nil
+		return credentials.NewStaticCredentialsProvider(c.cfg.AccessKey, c.cfg.SecretKey, c.cfg.SessionToken), nil, nil
 	}
 	awsCfg, err := config.LoadDefaultConfig(ctx,
 		// STS needs a region when nothing names one.
@@ -42,9 +48,15 @@ func (c *Client) credentials(ctx context.Context) (aws.CredentialsProvider, erro
 		config.WithAppID("muster"),
 	)
 	if err != nil {
-		return nil, &CredentialsError{err}
+		return nil, nil, &CredentialsError{err}
 	}
-	return marked{awsCfg.Credentials}, nil
+	var roots *x509.CertPool
+	if bc, ok := awsCfg.HTTPClient.(*awshttp.BuildableClient); ok {
+		if tc := bc.GetTransport().TLSClientConfig; tc != nil {
+			roots = tc.RootCAs
+		}
+	}
+	return marked{awsCfg.Credentials}, roots, nil
 }
 
 // CredentialsError is credentials that could not be found or fetched:

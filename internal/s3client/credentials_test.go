@@ -1,8 +1,11 @@
 package s3client_test
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -252,5 +255,37 @@ func TestCredentialsAssumeRoleProfile(t *testing.T) {
 	t.Setenv("AWS_ENDPOINT_URL_STS", url)
 	if err := roundTrip(t, srv); err != nil {
 		t.Fatalf("with profile deploy assuming a role: %v", err)
+	}
+}
+
+// TestCABundle: AWS_CA_BUNDLE names the CAs a store behind a private CA
+// is trusted by, as the AWS tools read it; without it, that store's
+// certificate is refused. The store here answers only HEAD: what is
+// under test is the TLS connection, not the protocol.
+func TestCABundle(t *testing.T) {
+	s3server.HideAWS(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", "k")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
+	store := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "1")
+	}))
+	store.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake is expected
+	store.StartTLS()
+	defer store.Close()
+	head := func() error {
+		c, err := s3client.New(s3client.Config{Bucket: "bucket", Endpoint: strings.TrimPrefix(store.URL, "https://"), Region: "us-east-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Head(t.Context(), "a")
+		return err
+	}
+	if err := head(); err == nil || !strings.Contains(s3client.Describe(err), "certificate") {
+		t.Errorf("a store with a certificate of an unknown CA: %v, want it refused", err)
+	}
+	pem := "-----BEGIN CERTIFICATE-----\n" + base64.StdEncoding.EncodeToString(store.Certificate().Raw) + "\n-----END CERTIFICATE-----\n"
+	t.Setenv("AWS_CA_BUNDLE", writeFile(t, "ca.pem", pem, 0o644))
+	if err := head(); err != nil {
+		t.Errorf("with the store's CA in AWS_CA_BUNDLE: %v", err)
 	}
 }

@@ -157,6 +157,7 @@ func HideAWS(t testing.TB) {
 		"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
 		"AWS_CONTAINER_AUTHORIZATION_TOKEN", "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
 		"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_STS", "AWS_EC2_METADATA_SERVICE_ENDPOINT",
+		"AWS_CA_BUNDLE",
 	} {
 		t.Setenv(k, "")
 	}
@@ -168,7 +169,7 @@ func HideAWS(t testing.TB) {
 
 // EnvNames are the variables HideAWS sets, for tests that run muster with
 // an environment of their own (testscript).
-var EnvNames = []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "AWS_EC2_METADATA_DISABLED"}
+var EnvNames = []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "AWS_EC2_METADATA_DISABLED", "AWS_CA_BUNDLE"}
 
 // Dir is the directory the server stores the bucket's objects in (as
 // Dir()/Bucket/key), for tests that damage an object behind the server's
