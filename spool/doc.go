@@ -140,7 +140,9 @@
 // Without endpoint the store is AWS S3; with one it is addressed
 // path-style (http(s)://host:port/bucket/key), which every S3-compatible
 // store understands, and the location alone says where the store is
-// (AWS_ENDPOINT_URL is not read). region defaults to AWS_REGION or
+// (AWS_ENDPOINT_URL is not read); at AWS S3, the AWS configuration's FIPS
+// and dual-stack settings (AWS_USE_FIPS_ENDPOINT,
+// AWS_USE_DUALSTACK_ENDPOINT) choose the host. region defaults to AWS_REGION or
 // AWS_DEFAULT_REGION, else the store is asked once (GetBucketLocation);
 // tls=false talks plain HTTP; timeout bounds each request (see below).
 // Any other parameter is refused, so a misspelt one is not ignored.

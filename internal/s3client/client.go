@@ -149,33 +149,38 @@ func (c *Client) client(ctx context.Context) (*s3.Client, error) {
 	if c.api != nil {
 		return c.api, nil
 	}
-	creds, roots, err := c.credentials(ctx)
+	awsCfg, err := c.awsConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if roots != nil {
+	if roots := caBundle(awsCfg); roots != nil {
 		c.http.Transport.(*http.Transport).TLSClientConfig = &tls.Config{RootCAs: roots}
 	}
-	c.api = s3.New(s3.Options{
-		AppID:       "muster",
-		Credentials: creds,
-		HTTPClient:  c.http,
-		Logger:      logging.Nop{},
+	c.api = s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		o.AppID = "muster"
+		o.HTTPClient = c.http
+		o.Logger = logging.Nop{}
 		// Retries are the caller's, so that it can bound them in time
 		// and say how often it tried.
-		Retryer: aws.NopRetryer{},
+		o.Retryer = aws.NopRetryer{}
 		// Checksums only where S3 requires them: many S3-compatible
 		// stores refuse the SDK's default trailing checksums. Objects
 		// are checked by Content-MD5 on upload and by the spool's own
 		// signatures when read.
-		RequestChecksumCalculation:                aws.RequestChecksumCalculationWhenRequired,
-		ResponseChecksumValidation:                aws.ResponseChecksumValidationWhenRequired,
-		DisableLogOutputChecksumValidationSkipped: true,
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+		o.DisableLogOutputChecksumValidationSkipped = true
 		// The location alone says where the store is: a custom endpoint
 		// is addressed path-style, and AWS_ENDPOINT_URL is not read.
-		BaseEndpoint:    c.baseEndpoint(),
-		UsePathStyle:    c.endpoint != "",
-		EndpointOptions: s3.EndpointResolverOptions{DisableHTTPS: c.cfg.Insecure},
+		o.BaseEndpoint = c.baseEndpoint()
+		o.UsePathStyle = c.endpoint != ""
+		o.EndpointOptions.DisableHTTPS = c.cfg.Insecure
+		if c.endpoint != "" {
+			// FIPS and dual-stack endpoints are AWS's; a custom
+			// endpoint is what it is.
+			o.EndpointOptions.UseFIPSEndpoint = aws.FIPSEndpointStateUnset
+			o.EndpointOptions.UseDualStackEndpoint = aws.DualStackEndpointStateUnset
+		}
 	})
 	return c.api, nil
 }

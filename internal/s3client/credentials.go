@@ -12,9 +12,10 @@ import (
 	"github.com/aws/smithy-go/logging"
 )
 
-// credentials returns what requests are signed with: the configured keys,
-// else the AWS SDK's default chain, which looks where the AWS CLI looks,
-// in this order:
+// awsConfig returns the SDK configuration requests are made with: the
+// configured keys alone, else the shared configuration, whose credentials
+// come from the AWS SDK's default chain, which looks where the AWS CLI
+// looks, in this order:
 //
 //   - AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN;
 //   - AWS_WEB_IDENTITY_TOKEN_FILE with AWS_ROLE_ARN: the token is traded
@@ -32,31 +33,35 @@ import (
 //
 // Keys that expire are fetched again before they do. Loading the chain
 // reads the shared files; asking a source (running a credential_process,
-// calling STS or the metadata service) happens on the first request.
-//
-// The shared configuration can also name a CA bundle (AWS_CA_BUNDLE or the
-// profile's ca_bundle) for a store behind a private CA: it returns the
-// pool the SDK made of it, or nil.
-func (c *Client) credentials(ctx context.Context) (aws.CredentialsProvider, *x509.CertPool, error) {
+// calling STS or the metadata service) happens on the first request. The
+// shared configuration also says whether to use FIPS or dual-stack
+// endpoints at AWS, and may name a CA bundle (AWS_CA_BUNDLE or the
+// profile's ca_bundle) for a store behind a private CA.
+func (c *Client) awsConfig(ctx context.Context) (aws.Config, error) {
 	if c.cfg.AccessKey != "" {
-		return credentials.NewStaticCredentialsProvider(c.cfg.AccessKey, c.cfg.SecretKey, c.cfg.SessionToken), nil, nil
+		return aws.Config{Credentials: credentials.NewStaticCredentialsProvider(c.cfg.AccessKey, c.cfg.SecretKey, c.cfg.SessionToken)}, nil
 	}
 	awsCfg, err := config.LoadDefaultConfig(ctx,
 		// STS needs a region when nothing names one.
 		config.WithDefaultRegion(cmp.Or(c.cfg.Region, "us-east-1")),
 		config.WithLogger(logging.Nop{}),
-		config.WithAppID("muster"),
 	)
 	if err != nil {
-		return nil, nil, &CredentialsError{err}
+		return aws.Config{}, &CredentialsError{err}
 	}
-	var roots *x509.CertPool
+	awsCfg.Credentials = marked{awsCfg.Credentials}
+	return awsCfg, nil
+}
+
+// caBundle returns the pool of the CA bundle the SDK configuration named,
+// or nil.
+func caBundle(awsCfg aws.Config) *x509.CertPool {
 	if bc, ok := awsCfg.HTTPClient.(*awshttp.BuildableClient); ok {
 		if tc := bc.GetTransport().TLSClientConfig; tc != nil {
-			roots = tc.RootCAs
+			return tc.RootCAs
 		}
 	}
-	return marked{awsCfg.Credentials}, roots, nil
+	return nil
 }
 
 // CredentialsError is credentials that could not be found or fetched:
