@@ -1,0 +1,163 @@
+package apply
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+
+	"github.com/muster-tool/muster/internal/bundle"
+	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/generation"
+	"github.com/muster-tool/muster/spool"
+)
+
+// findGeneration returns the newest commit that verifies and has a bundle
+// for this node, and the newest generation that verifies. Commits that do
+// not verify are skipped (f.skipped), never obeyed. It refuses a rollback
+// (a generation older than the one applied in st) and a fork: another
+// commit of the generation applied, or a newer commit whose history does
+// not hold the one applied (when that history is in the spool).
+//
+// A generation in skip is taken to have no declaration for this node (its
+// declaration did not verify).
+func findGeneration(ctx context.Context, sp spool.Spool, nodeID string, meshSign ed25519.PublicKey, st *State, skip map[uint64]bool) (f fetch) {
+	hist, err := generation.LoadHistory(ctx, sp, meshSign)
+	if err != nil {
+		f.err = err
+		return f
+	}
+	defer func() { f.skipped = hist.Skipped }()
+	last := st.Generation
+	var chosen *generation.Commit
+	f.err = hist.Each(ctx, func(c *generation.Commit) (bool, error) {
+		if f.newest == 0 {
+			f.newest = c.Generation
+			if c.Generation < last {
+				return false, fault.WithHint(fault.Refusedf("rollback refused: the newest commit in spool %s is generation %d, older than generation %d, which this host already applied", sp, c.Generation, last),
+					"if the spool was restored from an old copy, sync the newer objects back into it")
+			}
+		}
+		if c.Generation == last && !st.applied(c) {
+			return false, forkRefused(sp, fmt.Sprintf("the spool's commit of generation %d is %s, not %s, which this host applied", last, generation.ShortDigest(c.Digest), st.commitName()))
+		}
+		_, err := sp.Stat(ctx, spool.DeclName(c.Generation, c.Run, nodeID))
+		if skip[c.Generation] {
+			err = spool.ErrNotFound
+		}
+		switch {
+		case errors.Is(err, spool.ErrNotFound):
+			// Nothing for this node in c; an older one may have something,
+			// but never one older than what it applied.
+			return c.Generation > last, nil
+		case err != nil:
+			return false, err
+		case c.Generation < last:
+			return false, fault.Refusedf("rollback refused: the newest generation in spool %s with a declaration for this node is generation %d, older than generation %d, which this host already applied", sp, c.Generation, last)
+		}
+		chosen = c
+		return false, nil
+	})
+	if f.err != nil {
+		return f
+	}
+	if chosen == nil {
+		if last > 0 {
+			f.err = fault.Refusedf("rollback refused: generation %d, which this host applied, is no longer in spool %s and no newer one is declared for it", last, sp)
+		}
+		return f
+	}
+	if chosen.Generation > last && st.Commit != "" {
+		tr, err := hist.Trace(ctx, chosen, last, st.Commit)
+		if err != nil {
+			f.err = err
+			return f
+		}
+		if tr.Verdict == generation.Diverges {
+			what := "passes over it"
+			if tr.Named != "" {
+				what = "holds " + generation.ShortDigest(tr.Named) + " there"
+			}
+			f.err = forkRefused(sp, fmt.Sprintf("the history of generation %d (%s) does not hold generation %d as this host applied it (%s): it %s",
+				chosen.Generation, generation.ShortDigest(chosen.Digest), last, st.commitName(), what))
+			return f
+		}
+	}
+	f.gen, f.commit = chosen.Generation, chosen
+	return f
+}
+
+// forkRefused is the refusal of a commit from another history of the mesh
+// than the one this host applied.
+func forkRefused(sp spool.Spool, what string) error {
+	return fault.WithHint(fault.Refusedf("fork refused: %s; spool %s holds another history of this mesh", what, sp),
+		"the spool was restored from an older copy and declared on, or two copies grew apart: the mesh's operator should sync the copy this host applied from back into the spool (muster spool verify names the fork); "+
+			"if the mesh has settled on the spool's history, reset this host's state as muster-apply(1) says under STATE")
+}
+
+// fetch is what fetchNewest found: the generation to apply (0: none), its
+// commit and this node's declaration, the newest generation that
+// verifies, and the commits skipped because they do not.
+type fetch struct {
+	gen, newest uint64
+	commit      *generation.Commit
+	nd          *generation.NodeDeclaration
+	skipped     []generation.Skipped
+	// junk are this node's declarations that did not verify, skipped.
+	junk []string
+	err  error
+}
+
+// fetchNewest finds the generation to apply after the one in st and
+// fetches this node's declaration of it.
+//
+// A declaration that does not verify (signed by another key, sealed to
+// another node, bound to another name) is junk anyone able to write to the
+// spool could have left there: it is skipped, and the newest generation
+// before it with a declaration for this node is taken instead, with the
+// same rollback and fork rules.
+func fetchNewest(ctx context.Context, o Options, meshSign ed25519.PublicKey, nodeID string, st *State) fetch {
+	skip := map[uint64]bool{}
+	var junk []string
+	for {
+		f := findGeneration(ctx, o.Spool, nodeID, meshSign, st, skip)
+		f.junk = junk
+		if f.err != nil || f.gen == 0 {
+			return f
+		}
+		f.nd, f.err = fetchDeclaration(ctx, o, meshSign, f.gen, f.commit.Run, nodeID)
+		if f.err == nil || fault.ClassOf(f.err) != fault.Refused {
+			return f
+		}
+		skip[f.gen] = true
+		junk = append(junk, f.err.Error())
+	}
+}
+
+// fetchDeclaration reads this node's declaration of generation gen,
+// verifies the mesh's signature and decrypts it, or takes it from the
+// declaration cache when the object's bytes are the ones verified before.
+func fetchDeclaration(ctx context.Context, o Options, meshSign ed25519.PublicKey, gen uint64, run, nodeID string) (*generation.NodeDeclaration, error) {
+	name := spool.DeclName(gen, run, nodeID)
+	data, err := o.Spool.Get(ctx, name, 0)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	state := o.Config.State
+	nd, cached := loadCachedDeclaration(state, o.Identity.Pair.Sign, name, sum, o.Version)
+	if !cached {
+		nd = new(generation.NodeDeclaration)
+		if err := bundle.OpenTOML(data, generation.DeclCtx(gen, run, nodeID), o.Identity.Pair.Age, meshSign, nd); err != nil {
+			return nil, fault.New(fault.Refused, fmt.Errorf("declaration %s refused: %w", name, err))
+		}
+	}
+	if nd.NodeID != nodeID || nd.Generation != gen || nd.Run != run {
+		return nil, fault.Refusedf("declaration %s refused: it is addressed to node %s, generation %d", name, nd.NodeID, nd.Generation)
+	}
+	if !cached && !o.DryRun {
+		saveCachedDeclaration(state, o.Identity.Pair.Sign, name, sum, o.Version, nd)
+	}
+	return nd, nil
+}
