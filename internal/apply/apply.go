@@ -7,13 +7,12 @@ package apply
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"time"
 
-	"github.com/muster-tool/muster/internal/bundle"
 	"github.com/muster-tool/muster/internal/fault"
 	"github.com/muster-tool/muster/internal/generation"
 	"github.com/muster-tool/muster/internal/host"
@@ -54,17 +53,12 @@ type Result struct {
 	Generation uint64
 	Newest     uint64
 	Report     *report.Report
-	// Sent: the report reached the spool; otherwise it waits in the
-	// outbox. Flushed counts older reports sent from the outbox first.
-	Sent      bool
-	SendError error
-	Flushed   int
 	// Nothing: no generation is declared for this node yet.
 	Nothing bool
-	// Counts of line statuses; Unchanged includes the warn lines, which
-	// Warned counts again on their own.
-	Unchanged, Changed, Removed, Failed int
-	Warned                              int
+	// The report's lines by status.
+	outcome.Counts
+	// Where the report went.
+	Delivery
 	// Restart: this apply installed a new muster that passed its
 	// self-check; the running one should exit for the restart.
 	Restart bool
@@ -76,63 +70,115 @@ type Result struct {
 	Warnings []string
 }
 
-// sendGrace bounds sending the report after a run's own deadline passed.
-const sendGrace = time.Minute
+// Delivery says where a run's report went.
+type Delivery struct {
+	// Sent: the report reached the spool; otherwise it waits in the
+	// outbox. Flushed counts older reports sent from the outbox first.
+	Sent      bool
+	SendError error
+	Flushed   int
+}
 
-// Run performs one apply. When it fails it may still return a Result
-// carrying Warnings.
+// Run performs one apply: under the host's lock, it prepares (reads the
+// state, fetches the declaration), reconciles (changes and reads back
+// every resource), accounts (the lines and the report) and delivers (keeps
+// the state and sends the report, in the order that loses nothing to a
+// crash; see persist.go). When it fails it may still return a Result, with
+// Warnings and, once the work is done, the report's lines.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	gc := tuneGC(o.TuneGC)
 	defer gc.done()
-	state := o.Config.State
-	lk, err := takeLock(state)
+	lk, err := takeLock(o.Config.State)
 	if err != nil {
 		return nil, err
 	}
 	defer lk.release()
+	r := &run{o: o, state: o.Config.State}
+	if err := r.prepare(ctx); err != nil || r.res.Nothing {
+		return r.res, err
+	}
+	gc.declared(len(r.nd.Resources))
+	if err := r.reconcile(ctx); err != nil {
+		return r.res, err
+	}
+	r.account()
+	if o.DryRun {
+		return r.res, nil
+	}
+	return r.res, r.deliver(ctx)
+}
+
+// run is one apply as it goes.
+type run struct {
+	o     Options
+	state string // the state directory
+	key   stateKey
+	res   *Result
+
+	// prepare
+	st                  *State
+	hadState, hadLedger bool
+	led                 ledger.Ledger // what the host owned before this run
+	known               []resource.Fingerprint
+	nodeID              string
+	meshSign            ed25519.PublicKey
+	start               time.Time
+	f                   fetch
+	gen                 uint64
+	commit              *generation.Commit
+	nd                  *generation.NodeDeclaration
+	notes               []string
+
+	// reconcile
+	up        *upgrade.Upgrade
+	lines     []outcome.Line
+	newLedger ledger.Ledger // what the host owns after it
+}
+
+// prepare reads the host's state and fetches the generation to apply and
+// this node's declaration of it. Both state files are read before
+// anything is changed, so a corrupt one stops the run before it touches
+// the system; the declaration is fetched meanwhile, which only reads the
+// spool (and fills the declaration cache). Earlier reports waiting in the
+// outbox are sent first. r.res is nil when the run stops before the fetch.
+func (r *run) prepare(ctx context.Context) error {
+	o := r.o
 	if !o.DryRun {
 		// Under the lock no other apply is writing: temp files left
 		// here are from a run that was killed.
-		removeStaleTemps(state)
+		removeStaleTemps(r.state)
 	}
-
-	// Both state files are read before anything is changed, so a corrupt
-	// one stops the run before it touches the system. The generation and
-	// its declaration are fetched meanwhile: that only reads the spool
-	// (and fills the declaration cache).
-	key, err := newStateKey(o.Identity.Pair.Sign)
-	if err != nil {
-		return nil, err
+	var err error
+	if r.key, err = newStateKey(o.Identity.Pair.Sign); err != nil {
+		return err
 	}
-	st, hadState, err := loadState(state, key)
-	if err != nil {
-		return nil, err
+	if r.st, r.hadState, err = loadState(r.state, r.key); err != nil {
+		return err
 	}
-	nodeID := o.Identity.NodeID()
-	meshSign, err := o.Identity.Mesh.Verifier()
-	if err != nil {
-		return nil, err
+	r.nodeID = o.Identity.NodeID()
+	if r.meshSign, err = o.Identity.Mesh.Verifier(); err != nil {
+		return err
 	}
-	start := o.Now()
+	r.start = o.Now()
 	fetched := make(chan fetch, 1)
-	go func() { fetched <- fetchNewest(ctx, o, meshSign, nodeID, st) }()
-	led, hadLedger, err := loadLedger(state, key)
-	if err != nil {
+	go func() { fetched <- fetchNewest(ctx, o, r.meshSign, r.nodeID, r.st) }()
+	if r.led, r.hadLedger, err = loadLedger(r.state, r.key); err != nil {
 		<-fetched
-		return nil, err
+		return err
 	}
-	var known []resource.Fingerprint
 	if !o.DryRun {
-		known = loadFingerprints(state)
+		r.known = loadFingerprints(r.state)
 	}
 	res := &Result{}
+	r.res = res
 	if !o.DryRun {
 		// Earlier reports first, oldest first; a failure here is
 		// retried when this run's report is sent.
-		sent, _ := flushOutbox(ctx, o.Spool, state)
+		sent, _ := flushOutbox(ctx, o.Spool, r.state)
 		res.Flushed = len(sent)
 	}
 	f := <-fetched
+	r.f = f
 	res.Newest = f.newest
 	for _, sk := range f.skipped {
 		res.Warnings = append(res.Warnings, sk.String()+" (not the mesh's; never applied)")
@@ -141,33 +187,39 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		res.Warnings = append(res.Warnings, j+" (skipped, never applied)")
 	}
 	if f.err != nil {
-		return res, f.err
+		return f.err
 	}
 	if f.gen == 0 {
 		res.Nothing = true
-		return res, nil
+		return nil
 	}
-	gen, commit, nd := f.gen, f.commit, f.nd
-	if err := checkDeclaration(gen, nd); err != nil {
-		return res, err
+	r.gen, r.commit, r.nd = f.gen, f.commit, f.nd
+	if err := checkDeclaration(r.gen, r.nd); err != nil {
+		return err
 	}
-	gc.declared(len(nd.Resources))
-	var notes []string
-	if !hadLedger && len(nd.Recovery) > 0 {
-		led = ledger.FromEntries(nd.Recovery)
+	if !r.hadLedger && len(r.nd.Recovery) > 0 {
+		r.led = ledger.FromEntries(r.nd.Recovery)
 		from := "this identity"
-		if nd.RecoveryFrom != "" && nd.RecoveryFrom != nodeID {
-			from = "identity " + nd.RecoveryFrom
+		if r.nd.RecoveryFrom != "" && r.nd.RecoveryFrom != r.nodeID {
+			from = "identity " + r.nd.RecoveryFrom
 		}
-		notes = append(notes, fmt.Sprintf("ledger rebuilt from the mesh's recovery copy (%d resources, reported by %s)", len(led), from))
+		r.notes = append(r.notes, fmt.Sprintf("ledger rebuilt from the mesh's recovery copy (%d resources, reported by %s)", len(r.led), from))
 	}
-	if !hadState {
+	if !r.hadState {
 		// The mesh must see it: a host whose state was removed no
 		// longer knows what it applied, so rollback protection starts
 		// again from here.
-		notes = append(notes, "started without state (no state.toml): a first run, or the host's state was removed; it took the newest committed generation for it")
+		r.notes = append(r.notes, "started without state (no state.toml): a first run, or the host's state was removed; it took the newest committed generation for it")
 	}
+	return nil
+}
 
+// reconcile brings the mesh's package repository up to date when a
+// package is declared, applies every resource (through the upgrade step,
+// which watches the muster package), removes the orphans, and makes the
+// lines and the new ledger.
+func (r *run) reconcile(ctx context.Context) error {
+	o, nd := r.o, r.nd
 	// The mesh's package repository from the spool, verified, before
 	// any package is applied, and only when a package is declared. A spool
 	// that cannot be reached is a temporary failure of the run, before
@@ -176,12 +228,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// place and fails a line.
 	var repoLines []outcome.Line
 	if !o.DryRun && declaresPackages(nd.Resources) {
-		changed, skipped, err := repo.Materialize(ctx, o.Spool, meshSign, filepath.Join(state, RepoDir))
+		changed, skipped, err := repo.Materialize(ctx, o.Spool, r.meshSign, filepath.Join(r.state, RepoDir))
 		for _, sk := range skipped {
-			res.Warnings = append(res.Warnings, sk+" (not the mesh's; never used)")
+			r.res.Warnings = append(r.res.Warnings, sk+" (not the mesh's; never used)")
 		}
 		if err != nil && unreachable(ctx, err) {
-			return res, fault.New(fault.Temporary, fmt.Errorf("the package repository in spool %s could not be read, nothing was changed: %w", o.Spool, err))
+			return fault.New(fault.Temporary, fmt.Errorf("the package repository in spool %s could not be read, nothing was changed: %w", o.Spool, err))
 		}
 		if err != nil {
 			repoLines = append(repoLines, outcome.Line{ID: RepoLineID, Status: outcome.Failed, Detail: err.Error()})
@@ -191,32 +243,32 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 
-	sys := &resource.System{Root: o.Root, Packages: o.Packages, Services: o.Services, DryRun: o.DryRun, Prune: nd.Prune, Known: known, Now: o.Now, Owns: led.Owns}
-	staging := &stagingNote{dir: state}
+	sys := &resource.System{Root: o.Root, Packages: o.Packages, Services: o.Services, DryRun: o.DryRun, Prune: nd.Prune, Known: r.known, Now: o.Now, Owns: r.led.Owns}
+	staging := &stagingNote{dir: r.state}
 	if !o.DryRun {
 		sys.SweepTemps = staging.found()
 		sys.BeforeStaging = staging.write
 	}
-	up := upgrade.New(upgrade.Options{Root: o.Root, State: state, Config: o.ConfigPath, Spool: o.Config.Spool,
-		Packages: o.Packages, CheckTimeout: o.CheckTimeout, DryRun: o.DryRun, Now: o.Now}, st.FailedVersions)
-	results := up.Apply(ctx, sys, nd.Resources)
+	r.up = upgrade.New(upgrade.Options{Root: o.Root, State: r.state, Config: o.ConfigPath, Spool: o.Config.Spool,
+		Packages: o.Packages, CheckTimeout: o.CheckTimeout, DryRun: o.DryRun, Now: o.Now}, r.st.FailedVersions)
+	results := r.up.Apply(ctx, sys, nd.Resources)
 	if !o.DryRun {
 		// Every temp file of this run is renamed or removed by now, and
 		// those of a killed one swept.
 		staging.clear()
 		// A cache: a run goes on without it.
-		_ = keepFingerprints(state, known, sys.Fingerprints())
+		_ = keepFingerprints(r.state, r.known, sys.Fingerprints())
 	}
 	declared := make(map[string]bool, len(results))
-	for _, r := range results { // one per resource, in order, with its ID
-		declared[r.ID] = true
+	for _, res := range results { // one per resource, in order, with its ID
+		declared[res.ID] = true
 	}
 	lines := make([]outcome.Line, 0, len(results))
 	newLedger := make(ledger.Ledger, len(results))
-	for i, r := range results {
+	for i, res := range results {
 		s := &nd.Resources[i]
-		old, owned := led[r.ID]
-		l := outcome.Line{ID: r.ID, Status: r.Status, Detail: r.Detail, Digest: r.Digest}
+		old, owned := r.led[res.ID]
+		l := outcome.Line{ID: res.ID, Status: res.Status, Detail: res.Detail, Digest: res.Digest}
 		if !o.DryRun && owned {
 			lostChange(&l, old)
 		}
@@ -224,147 +276,34 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		switch {
 		case declaredAbsent(s):
 			// Nothing is owned where the declaration wants nothing.
-		case r.Status != outcome.Failed:
-			newLedger[r.ID] = ledger.Entry{ID: r.ID, Kind: s.Kind, Path: s.Path, Name: s.Name, Digest: r.Digest, Created: old.Created || r.Created}
+		case res.Status != outcome.Failed:
+			newLedger[res.ID] = ledger.Entry{ID: res.ID, Kind: s.Kind, Path: s.Path, Name: s.Name, Digest: res.Digest, Created: old.Created || res.Created}
 		case owned:
-			newLedger[r.ID] = old
-		case r.Created:
-			newLedger[r.ID] = ledger.Entry{ID: r.ID, Kind: s.Kind, Path: s.Path, Name: s.Name, Created: true}
+			newLedger[res.ID] = old
+		case res.Created:
+			newLedger[res.ID] = ledger.Entry{ID: res.ID, Kind: s.Kind, Path: s.Path, Name: s.Name, Created: true}
 		}
 	}
-	lines = append(lines, orphans(ctx, sys, led, nd.Resources, declared, nd.Prune, newLedger)...)
-	lines = append(append(lines, up.Lines()...), repoLines...)
-	if commit.Expired(o.Now()) {
-		lines = append(lines, expiredLine(commit))
+	lines = append(lines, orphans(ctx, sys, r.led, nd.Resources, declared, nd.Prune, newLedger)...)
+	lines = append(append(lines, r.up.Lines()...), repoLines...)
+	if r.commit.Expired(o.Now()) {
+		lines = append(lines, expiredLine(r.commit))
 	}
-	notes = append(notes, up.Notes()...)
-	for _, l := range lines {
-		switch l.Status {
-		case outcome.OK:
-			res.Unchanged++
-		case outcome.Warn:
-			res.Unchanged++
-			res.Warned++
-		case outcome.Changed:
-			res.Changed++
-		case outcome.Removed:
-			res.Removed++
-		default:
-			res.Failed++
-		}
-	}
-	rep := &report.Report{
-		Version: report.FormatVersion, Node: o.Config.Node, NodeID: nodeID, Generation: gen,
-		Start: start.UTC(), End: o.Now().UTC(), Muster: o.Version, NewestSeen: f.newest, Commit: commit.Digest,
-		Lines: lines, Notes: notes, Ledger: newLedger.Entries(),
-	}
-	res.Generation, res.Report = gen, rep
-	if o.DryRun {
-		return res, nil
-	}
+	r.notes = append(r.notes, r.up.Notes()...)
+	r.lines, r.newLedger = lines, newLedger
+	return nil
+}
 
-	// The work is done: the report goes out even when the run's time ran
-	// out or it was told to stop, within a grace period of its own.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendGrace)
-	defer cancel()
-	seq := uint64(o.Now().UnixNano())
-	name := spool.ReportName(nodeID, gen, seq)
-	rcpt, err := o.Identity.Mesh.Recipient()
-	if err != nil {
-		return nil, err
+// account counts the lines and makes the report, whose outcome is
+// computed from them.
+func (r *run) account() {
+	r.res.Counts = outcome.Tally(r.lines)
+	r.res.Generation = r.gen
+	r.res.Report = &report.Report{
+		Version: report.FormatVersion, Node: r.o.Config.Node, NodeID: r.nodeID, Generation: r.gen,
+		Start: r.start.UTC(), End: r.o.Now().UTC(), Muster: r.o.Version, NewestSeen: r.f.newest, Commit: r.commit.Digest,
+		Lines: r.lines, Notes: r.notes, Ledger: r.newLedger.Entries(),
 	}
-	data, err := bundle.Seal(report.Marshal(rep), report.Ctx(nodeID, gen, seq), o.Identity.Pair.Sign, rcpt)
-	if err != nil {
-		return nil, err
-	}
-	// A report that says something changed goes to the outbox before the
-	// state moves on, so a crash from here on loses nothing: the next run
-	// sends it. A report of a run that changed nothing is sent directly
-	// (it costs no fsync here) and kept only if sending fails; losing it
-	// to a crash loses nothing the next run does not report again.
-	journal := res.Changed+res.Removed+res.Failed+res.Warned > 0 || len(notes) > 0
-	if journal {
-		if err := outboxPut(state, name, data); err != nil {
-			// The state disk is full or failing. The spool may take
-			// the report directly; if it cannot either, the ledger is
-			// left as it was, so the next run reports these changes
-			// again (lostChange).
-			if serr := o.Spool.Put(ctx, name, data); serr != nil {
-				return res, fault.WithHint(fault.New(fault.Temporary, fmt.Errorf("the report could not be kept in the outbox (%v) nor sent to spool %s (%v)", err, o.Spool, serr)),
-					"free space in the state directory "+state+" and make the spool reachable: the next run reports what this one changed")
-			}
-			res.Sent = true
-			journal = false
-		}
-	}
-	// The report is safe (in the outbox, or sent): the state moves on. A
-	// state that cannot be kept (the disk is full) does not stop the
-	// report going out; the next run starts from the state before, and
-	// reports again what this one changed (lostChange).
-	var keepErr error
-	if !sameLedger(led, newLedger) || !hadLedger {
-		keepErr = saveLedger(state, key, newLedger)
-	}
-	failedChanged := !slices.Equal(st.FailedVersions, up.Failed())
-	if keepErr == nil && (!hadState || st.Generation != gen || st.Run != commit.Run || st.Commit != commit.Digest || failedChanged) {
-		if st.Generation != gen {
-			st.AppliedAt = o.Now().UTC()
-		}
-		st.Generation, st.Run, st.Commit = gen, commit.Run, commit.Digest
-		st.FailedVersions = up.Failed()
-		keepErr = saveState(state, key, st)
-	}
-	if keepErr != nil {
-		sent, err := flushOutbox(ctx, o.Spool, state)
-		for _, s := range sent {
-			if s == name {
-				res.Sent = true
-			}
-		}
-		if !journal && err == nil && !res.Sent {
-			res.Sent = o.Spool.Put(ctx, name, data) == nil
-		}
-		return res, fault.WithHint(fault.New(fault.Temporary, fmt.Errorf("the host's state could not be kept: %w", keepErr)),
-			"free space in the state directory "+state+": the next run starts from the state before this one and reports what it changed")
-	}
-	// Only now that the state holds the failed version may the
-	// launcher's rollback note go.
-	if err := up.Saved(); err != nil {
-		return nil, err
-	}
-	res.Restart = up.Restart()
-	sent, err := flushOutbox(ctx, o.Spool, state)
-	for _, s := range sent {
-		if s == name {
-			res.Sent = true
-		} else {
-			res.Flushed++
-		}
-	}
-	if !journal {
-		if err == nil {
-			err = o.Spool.Put(ctx, name, data)
-			res.Sent = err == nil
-		}
-		if err != nil {
-			if perr := outboxPut(state, name, data); perr != nil {
-				// Nothing changed, so nothing is lost: the next run
-				// reports the same.
-				return res, fault.New(fault.Temporary, fmt.Errorf("keep report in the outbox: %w (sending it failed: %v)", perr, err))
-			}
-		}
-	}
-	if !res.Sent {
-		res.SendError = err
-	}
-	if res.Sent {
-		// This run reached its end and its report is out: the binary
-		// that ran it is known to work here.
-		if _, err := upgrade.AfterReport(state, o.Root, o.Version); err != nil {
-			res.KnownGoodError = err
-		}
-	}
-	return res, nil
 }
 
 // ExpiryLineID is the report line of a generation past its expiry.

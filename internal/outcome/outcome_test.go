@@ -36,3 +36,17 @@ func TestCheck(t *testing.T) {
 		t.Error("an unknown status passed")
 	}
 }
+
+func TestTally(t *testing.T) {
+	got := Tally([]Line{
+		{ID: "a", Status: OK}, {ID: "b", Status: Warn}, {ID: "c", Status: Changed}, {ID: "d", Status: Changed},
+		{ID: "e", Status: Removed}, {ID: "f", Status: Failed}, {ID: "g", Status: "fine"},
+	})
+	want := Counts{Unchanged: 2, Changed: 2, Removed: 1, Failed: 2, Warned: 1}
+	if got != want {
+		t.Errorf("Tally = %+v, want %+v", got, want)
+	}
+	if !got.Eventful() || (Counts{Unchanged: 3}).Eventful() {
+		t.Error("Eventful")
+	}
+}
