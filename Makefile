@@ -15,15 +15,15 @@ help: ## list the targets
 build: ## build bin/muster (static, as the Debian package ships it)
 	CGO_ENABLED=$${CGO_ENABLED:-0} $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/muster
 
-test: ## install test tools if missing, then vet, unit tests with -race, testscripts
+test: ## install test tools if missing, then the checks (vet, staticcheck, ...), unit tests with -race, testscripts
 	./scripts/test-deps.sh
-	$(GO) vet ./...
+	$(MAKE) check
 	PATH="$$PATH:$$($(GO) env GOPATH)/bin" $(GO) test -race -count=1 -timeout 18m ./...
 
-check: ## vet, gofmt, staticcheck if installed, man page lint
+check: ## vet, gofmt, staticcheck (installed by scripts/test-deps.sh), man page lint
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo 'gofmt: files above need formatting'; exit 1; }
-	@if command -v staticcheck >/dev/null; then staticcheck ./...; fi
+	"$$($(GO) env GOPATH)/bin/staticcheck" ./...
 	@if command -v mandoc >/dev/null; then mandoc -Tlint -Wwarning man/*; else echo 'mandoc not installed: man pages not linted'; fi
 
 bench: ## run the benchmarks behind the README's performance figures

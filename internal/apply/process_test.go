@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -61,7 +60,7 @@ func buildMuster() {
 		binDir = dir
 		gotool, err := exec.LookPath("go")
 		if err != nil {
-			gotool = filepath.Join(runtime.GOROOT(), "bin", "go")
+			return
 		}
 		bin := filepath.Join(dir, "muster")
 		build := exec.Command(gotool, "build", "-o", bin, "github.com/muster-tool/muster/cmd/muster")

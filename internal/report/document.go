@@ -99,7 +99,7 @@ type jsonHistoryEntry struct {
 }
 
 func totalsJSON(t Totals) jsonTotals {
-	return jsonTotals{t.Nodes, t.Applied, t.Failed, t.Outstanding, t.Ineligible, t.Unassigned, t.Decommissioned}
+	return jsonTotals(t)
 }
 
 func objectsJSON(os []Object) []jsonObject {
