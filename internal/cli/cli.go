@@ -178,18 +178,23 @@ func finish(stderr io.Writer, err error) int {
 }
 
 // silentError carries an exit status for a command that has already said
-// everything it has to say (report --fail-on, apply with failed lines).
-type silentError struct{ class fault.Class }
+// everything it has to say (report --fail-on, apply with failed lines, or
+// a restart after an upgrade, which is no failure at all).
+type silentError struct{ code int }
 
-func (e *silentError) Error() string { return e.class.String() }
+func (e *silentError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
-// quietly returns an error of class c that prints nothing.
-func quietly(c fault.Class) error { return fault.New(c, &silentError{class: c}) }
+// quietly returns an error that prints nothing and exits with the status
+// of class c.
+func quietly(c fault.Class) error { return &silentError{code: classCode(c)} }
 
-// quietlyWith is quietly with a message for the summary line: the details
-// were printed already, and this one line closes them.
-func quietlyWith(c fault.Class, msg string) error {
-	return fault.New(c, fmt.Errorf("%s", msg))
+// exitQuietly returns an error that prints nothing and exits with code.
+func exitQuietly(code int) error { return &silentError{code: code} }
+
+// closing returns an error of class c whose message is the one line that
+// closes details the command printed already.
+func closing(c fault.Class, msg string) error {
+	return fault.New(c, errors.New(msg))
 }
 
 func addGlobalFlags(fs *pflag.FlagSet, g *Globals, which []string, hostConfig bool) {

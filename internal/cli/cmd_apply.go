@@ -211,7 +211,7 @@ func printApply(env *Env, res *apply.Result, dryRun bool) error {
 		return quietly(fault.Temporary)
 	}
 	if res.Restart {
-		return quietly(fault.Restart)
+		return exitQuietly(ExitRestart)
 	}
 	return nil
 }

@@ -174,7 +174,7 @@ func reportProblems(env *Env, problems []declaration.Problem) error {
 		if n == 1 {
 			noun = "problem"
 		}
-		return quietlyWith(fault.Failure, fmt.Sprintf("declaration refused: %d %s, nothing was written", n, noun))
+		return closing(fault.Failure, fmt.Sprintf("declaration refused: %d %s, nothing was written", n, noun))
 	}
 	return nil
 }

@@ -1,23 +1,27 @@
 package cli
 
-import "github.com/muster-tool/muster/internal/fault"
+import (
+	"errors"
 
-// The exit status of every muster command. This table is the only place the
-// numbers live; man/muster.1 documents them and a test keeps the two in
-// step.
-const (
-	ExitOK               = 0 // success
-	ExitFailure          = 1 // the work failed (an apply line failed, a declaration is invalid, ...)
-	ExitUsage            = 2 // the command line was wrong
-	ExitRefused          = 3 // refused for security: bad signature, rollback, revoked identity, wrong recipient, spent or expired token
-	ExitTemporary        = 4 // temporary failure: lock held, spool unreachable or not writable; try again later
-	ExitNodesFailed      = 5 // report: a node failed the generation
-	ExitNodesOutstanding = 6 // report --fail-on outstanding: a node has not applied the generation yet
-	ExitRestart          = 7 // apply installed a new muster that passed its self-check; run apply again with it
+	"github.com/muster-tool/muster/internal/fault"
 )
 
-// exitStatus is the table of statuses shown in help and checked against the
-// man page.
+// The exit status of every muster command. The numbers live here and their
+// meanings in exitStatus below, and nowhere else; man/muster.1 documents
+// them and a test keeps the two in step.
+const (
+	ExitOK = iota
+	ExitFailure
+	ExitUsage
+	ExitRefused
+	ExitTemporary
+	ExitNodesFailed
+	ExitNodesOutstanding
+	ExitRestart
+)
+
+// exitStatus is what each status means, shown in help and checked against
+// the man page.
 var exitStatus = []struct {
 	Code    int
 	Meaning string
@@ -37,7 +41,16 @@ func exitCode(err error) int {
 	if err == nil {
 		return ExitOK
 	}
-	switch fault.ClassOf(err) {
+	var silent *silentError
+	if errors.As(err, &silent) {
+		return silent.code
+	}
+	return classCode(fault.ClassOf(err))
+}
+
+// classCode is the exit status of an error of class c.
+func classCode(c fault.Class) int {
+	switch c {
 	case fault.Usage:
 		return ExitUsage
 	case fault.Refused:
@@ -48,8 +61,6 @@ func exitCode(err error) int {
 		return ExitNodesFailed
 	case fault.NodesOutstanding:
 		return ExitNodesOutstanding
-	case fault.Restart:
-		return ExitRestart
 	}
 	return ExitFailure
 }

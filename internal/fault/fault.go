@@ -32,9 +32,6 @@ const (
 	// NodesOutstanding means the command worked and reports that nodes have
 	// not yet applied the generation (muster report --fail-on outstanding).
 	NodesOutstanding
-	// Restart means apply succeeded and installed a new muster that must
-	// be started in place of this one.
-	Restart
 )
 
 func (c Class) String() string {
@@ -49,8 +46,6 @@ func (c Class) String() string {
 		return "nodes-failed"
 	case NodesOutstanding:
 		return "nodes-outstanding"
-	case Restart:
-		return "restart"
 	}
 	return "failure"
 }
