@@ -97,27 +97,5 @@ func saveCachedDeclaration(dir string, sign ed25519.PrivateKey, name string, sum
 		return err
 	}
 	sealed := aead.Seal(nonce, nonce, plain, cacheAD(name, sum, version))
-	return replaceCache(dir, cacheFile, sealed)
-}
-
-// replaceCache replaces file name in dir with data, through a temp file and
-// a rename but without fsync: a cache torn by a crash is a miss, so it is
-// not worth a sync on every change.
-func replaceCache(dir, name string, data []byte) error {
-	tmp, err := os.CreateTemp(dir, atomicfile.TempPrefix+name+"-*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(dir, name))
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
-	}
-	return nil
+	return atomicfile.WriteCache(filepath.Join(dir, cacheFile), sealed, 0o600)
 }

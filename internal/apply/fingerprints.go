@@ -10,6 +10,7 @@ import (
 	"slices"
 	"unsafe"
 
+	"github.com/muster-tool/muster/internal/atomicfile"
 	"github.com/muster-tool/muster/internal/bincode"
 
 	"github.com/muster-tool/muster/internal/resource"
@@ -114,5 +115,5 @@ func keepFingerprints(dir string, old, fps []resource.Fingerprint) error {
 		}
 		return nil
 	}
-	return replaceCache(dir, fingerprintFile, encodeFingerprints(fps))
+	return atomicfile.WriteCache(filepath.Join(dir, fingerprintFile), encodeFingerprints(fps), 0o600)
 }

@@ -40,6 +40,18 @@ func Temps(dir string) ([]string, error) {
 
 // WriteFile atomically replaces path with data and mode perm.
 func WriteFile(path string, data []byte, perm fs.FileMode) error {
+	return replace(path, data, perm, true)
+}
+
+// WriteCache replaces path with data and mode perm as WriteFile does, but
+// syncs nothing: for caches, which a reader checks whole and treats as a
+// miss when a crash tore them, so a sync on every change would buy
+// nothing. A reader still never sees a mix of old and new.
+func WriteCache(path string, data []byte, perm fs.FileMode) error {
+	return replace(path, data, perm, false)
+}
+
+func replace(path string, data []byte, perm fs.FileMode, durable bool) error {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -62,8 +74,10 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 	if err := f.Chmod(perm); err != nil {
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", path, err)
+	if durable {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("sync %s: %w", path, err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		return err
@@ -72,6 +86,9 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 		return err
 	}
 	ok = true
+	if !durable {
+		return nil
+	}
 	return SyncDir(dir)
 }
 

@@ -53,3 +53,23 @@ func TestCreateExclusiveNeverReplaces(t *testing.T) {
 		}
 	}
 }
+
+// WriteCache replaces a file as WriteFile does, leaving no temp file.
+func TestWriteCache(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cache")
+	for _, content := range []string{"first", "second, longer"} {
+		if err := WriteCache(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := os.ReadFile(path); string(got) != content {
+			t.Errorf("read %q, want %q", got, content)
+		}
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v", fi.Mode())
+	}
+	if temps, _ := Temps(dir); len(temps) != 0 {
+		t.Errorf("temp files left: %v", temps)
+	}
+}

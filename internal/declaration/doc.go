@@ -6,4 +6,8 @@
 // difference between two resolved states for `declare --dry-run`. The
 // format is specified in man/muster-declaration.5; examples/declaration
 // holds the complete example that page shows.
+//
+// internal/declare turns what this package resolves into a committed
+// generation; internal/generation owns the documents of that generation
+// (the commit, each node's declaration, the manifest), which hosts read.
 package declaration

@@ -4,7 +4,12 @@
 // generation with a single create-if-absent write. Nodes act only on
 // committed generations, so bundles without their commit are never applied.
 // It also decides what an unchanged declaration is (the same manifest as
-// the newest committed generation) and what changed for each node since.
+// the newest committed generation) and what changed for each node since,
+// and keeps a mesh on one history (history.go: it never commits on a spool
+// behind or beside the newest generation the mesh committed).
+//
+// internal/declaration is the language it reads; internal/generation owns
+// the documents it writes.
 package declare
 
 import (
