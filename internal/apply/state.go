@@ -88,12 +88,12 @@ func recoverHint(path string) string {
 // loadState reads state.toml; a missing file is a host with no state.
 func loadState(dir string, key stateKey) (*State, bool, error) {
 	path := filepath.Join(dir, stateFile)
-	data, err := os.ReadFile(path)
+	data, err := tomlfile.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &State{Version: stateVersion}, false, nil
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, false, tomlfile.In(path, err)
 	}
 	var s State
 	if data, err = key.open(data); err != nil {

@@ -1,12 +1,15 @@
 package bundle
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/muster-tool/muster/internal/tomlfile"
 )
 
 // ErrPayload: a bundle that verified carries a payload that does not decode
@@ -31,9 +34,11 @@ func DecodeTOMLStrict(p []byte, c Context, v any) error {
 }
 
 // unmarshalTOML decodes p into v and refuses keys v has no field for, so a
-// misspelt or newer key is never silently dropped.
+// misspelt or newer key is never silently dropped. A payload over the caps
+// on TOML is refused before the TOML library sees it: a signature says who
+// wrote a payload, not that it is safe to parse.
 func unmarshalTOML(p []byte, c Context, v any) error {
-	md, err := toml.Decode(string(p), v)
+	md, err := tomlfile.DecodeMeta(context.Background(), p, v)
 	if err != nil {
 		return fmt.Errorf("%s: %w: %w", subject(c), ErrPayload, err)
 	}

@@ -96,3 +96,20 @@ func TestTOMLStrict(t *testing.T) {
 	err = OpenSignedTOML(data, reportCtx, pub(mesh), &struct{ Generation int }{})
 	assertRefused(t, err, "wrong context", ErrContext)
 }
+
+// TestTOMLPayloadCaps: a payload nested past the cap, signed by a key the
+// reader trusts, is not handed to the TOML library (five million levels
+// would overflow its stack): it is ErrPayload, naming the line and the cap.
+func TestTOMLPayloadCaps(t *testing.T) {
+	mesh, node := testSigner("mesh"), testIdentity(t, "node")
+	deep := "generation = 1\nnode = " + strings.Repeat("[", 5_000_000) + strings.Repeat("]", 5_000_000) + "\n"
+	sealed, err := Seal([]byte(deep), declCtx, mesh, node.Recipient())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got declaration
+	err = OpenTOML(sealed, declCtx, node, pub(mesh), &got)
+	if !errors.Is(err, ErrPayload) || !strings.Contains(err.Error(), "line 2: nesting deeper than 64 levels (the cap on TOML nesting)") {
+		t.Fatalf("got %v", err)
+	}
+}

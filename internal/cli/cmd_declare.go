@@ -26,7 +26,8 @@ func init() {
 		Long: `Validate the declaration files (TOML, see muster-declaration(5); - reads
 standard input) and commit them as the next generation in one write. Every
 problem is reported with file:line and key, and a declaration with any error
-writes nothing.
+writes nothing. A file over 64 MiB or nested more than 64 levels deep is
+refused before it is parsed.
 
 declare first admits pending join requests. It then resolves the desired
 state for every enrolled, eligible node, writes one bundle per node (signed by

@@ -3,6 +3,7 @@ package declaration
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/muster-tool/muster/internal/resource"
@@ -20,6 +21,12 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte(fleetToml))
 	f.Add([]byte("[role.r]\nnodes = [\"*\"]\n[role.r.file]\n\"/a\" = { content = \"x\", mode = \"0644\" }\n[node.n.service.a]\nrestart_on = [\"/a\"]\n"))
+	// Nesting at the cap and past it, by arrays, inline tables and dotted
+	// keys.
+	f.Add([]byte("[role.r]\nnodes = " + strings.Repeat("[", 61) + "\"*\"" + strings.Repeat("]", 61) + "\n"))
+	f.Add([]byte("[role.r]\nnodes = " + strings.Repeat("[", 62) + "\"*\"" + strings.Repeat("]", 62) + "\n"))
+	f.Add([]byte("[role.r.file.\"/a\"]\n" + strings.Repeat("x = {", 61) + strings.Repeat("}", 61) + "\n"))
+	f.Add([]byte("[role.r]\n" + strings.Repeat("a.", 70) + "b = 1\n"))
 	dir := f.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "motd"), []byte("hello\n"), 0o644); err != nil {
 		f.Fatal(err)

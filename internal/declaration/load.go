@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/tomlfile"
 )
 
 // Source is one declaration file as read.
@@ -40,7 +41,7 @@ func Load(paths []string, stdin io.Reader) ([]Source, error) {
 			if stdin == nil {
 				return nil, fault.Usagef("no standard input to read the declaration from")
 			}
-			data, err := io.ReadAll(stdin)
+			data, err := tomlfile.ReadAll(stdin)
 			if err != nil {
 				return nil, fmt.Errorf("reading declaration from standard input: %w", err)
 			}
@@ -52,12 +53,12 @@ func Load(paths []string, stdin io.Reader) ([]Source, error) {
 			return nil, fault.WithHint(fault.Usagef("%s is a directory, not a declaration file", p),
 				"name the files, for example "+filepath.Join(p, "*.toml"))
 		}
-		data, err := os.ReadFile(p)
+		data, err := tomlfile.ReadFile(p)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				return nil, fmt.Errorf("declaration file %s does not exist", p)
 			}
-			return nil, fmt.Errorf("reading declaration file: %w", err)
+			return nil, fmt.Errorf("reading declaration file: %w", tomlfile.In(p, err))
 		}
 		srcs = append(srcs, Source{Name: p, Data: data, Dir: filepath.Dir(p)})
 	}

@@ -2,6 +2,7 @@ package declaration
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -17,6 +18,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/muster-tool/muster/internal/resource"
+	"github.com/muster-tool/muster/internal/tomlfile"
 )
 
 // Declaration is a validated set of declaration files: roles that select
@@ -169,10 +171,13 @@ func (b *builder) file(src Source) {
 		name = StdinName
 	}
 	var tree map[string]any
-	if _, err := toml.Decode(string(src.Data), &tree); err != nil {
+	if _, err := tomlfile.DecodeMeta(context.Background(), src.Data, &tree); err != nil {
 		p := Problem{File: name, Message: syntaxMessage(err.Error())}
 		var pe toml.ParseError
-		if errors.As(err, &pe) {
+		var ce *tomlfile.CapError
+		if errors.As(err, &ce) {
+			p.Line, p.Message = ce.Line, ce.Msg
+		} else if errors.As(err, &pe) {
 			p.Line = pe.Position.Line
 			// The library counts a newline that ends a broken line as the
 			// next line's; the error's offset says which line it ends.

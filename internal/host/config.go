@@ -88,12 +88,12 @@ func LoadConfig(path string) (*Config, error) {
 // one written ahead of enrolment to set briefing thresholds; join fills in
 // the rest. A file that does not exist gives nil and no error.
 func ReadConfig(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := tomlfile.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, tomlfile.In(path, err)
 	}
 	var c Config
 	if err := tomlfile.Decode(data, &c); err != nil {
@@ -188,7 +188,7 @@ func WriteJoin(state, tokenID string) error {
 // reads it only when it has nothing to apply, not on every run.
 func ReadJoin(state string) (string, error) {
 	path := filepath.Join(state, joinFile)
-	data, err := os.ReadFile(path)
+	data, err := tomlfile.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
@@ -265,7 +265,7 @@ func LoadIdentity(c *Config) (*Identity, error) {
 	}
 	path := filepath.Join(c.State, pinnedFile)
 	var p pinned
-	data, err := os.ReadFile(path)
+	data, err := tomlfile.ReadFile(path)
 	if err == nil {
 		err = tomlfile.Decode(data, &p)
 	}

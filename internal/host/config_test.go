@@ -22,6 +22,9 @@ func TestLoadConfig(t *testing.T) {
 		{"missing node", "spool = \"s\"\nstate = \"d\"\n", `missing key "node"`},
 		{"negative threshold", "spool = \"s\"\nnode = \"n\"\nstate = \"d\"\n[brief]\nmin_free_state_mb = -1\n", "cannot be negative"},
 		{"bad syntax", "spool = \"s\"\nnode = \n", "muster.toml:2:"},
+		// Five million levels would overflow the TOML library's stack.
+		{"deep", "spool = \"s\"\nnode = \"n\"\nx = " + strings.Repeat("[", 5_000_000), "muster.toml:3: nesting deeper than 64 levels (the cap on TOML nesting)"},
+		{"huge", "spool = \"s\"\n#" + strings.Repeat("x", 64<<20), "muster.toml: 67108877 bytes, more than 67108864 (the cap on the size of a TOML document, 64 MiB)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -141,10 +141,11 @@ func Open(ctx context.Context, dir, location string) (*Mesh, error) {
 	}
 	var cfg Config
 	path := filepath.Join(dir, configName)
-	data, err := os.ReadFile(path)
+	data, err := tomlfile.ReadFile(path)
 	if err == nil {
-		err = tomlfile.In(path, tomlfile.Decode(data, &cfg))
+		err = tomlfile.Decode(data, &cfg)
 	}
+	err = tomlfile.In(path, err)
 	if err != nil {
 		return nil, err
 	}

@@ -1,14 +1,21 @@
-// Package tomlfile owns how muster reads and writes its own local TOML
-// files (mesh.toml, the host config, pinned keys, host state, the
-// launcher's rollback note): strictly, so that a mistyped key is an error
-// naming it rather than a setting silently ignored, and with a syntax error
-// naming its line.
+// Package tomlfile owns how muster reads TOML from outside and writes its
+// own local TOML files (mesh.toml, the host config, pinned keys, host
+// state, the launcher's rollback note). Every TOML muster reads, these
+// files, declarations and bundle payloads alike, reaches the TOML library
+// through DecodeMeta, after Check has held it to the caps on nesting and
+// size. Decode reads strictly, so that a mistyped key is an error naming
+// it rather than a setting silently ignored, and a syntax error names its
+// line.
 package tomlfile
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
 
 	"github.com/BurntSushi/toml"
 )
@@ -21,10 +28,40 @@ type SyntaxError struct {
 
 func (e *SyntaxError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
 
-// Decode decodes data into v. A syntax error is a *SyntaxError; a key v
-// has no place for is an error naming the key.
+// DecodeMeta checks data against the caps (a *CapError when over one),
+// then decodes it into v with the TOML library and returns the library's
+// metadata and errors as they are. When ctx ends first it returns ctx's
+// error at once and leaves the library to finish on its own: v must then
+// not be used.
+func DecodeMeta(ctx context.Context, data []byte, v any) (toml.MetaData, error) {
+	if err := Check(ctx, data); err != nil {
+		return toml.MetaData{}, err
+	}
+	if ctx.Done() == nil {
+		return toml.Decode(string(data), v)
+	}
+	type decoded struct {
+		md  toml.MetaData
+		err error
+	}
+	done := make(chan decoded, 1)
+	go func() {
+		md, err := toml.Decode(string(data), v)
+		done <- decoded{md, err}
+	}()
+	select {
+	case d := <-done:
+		return d.md, d.err
+	case <-ctx.Done():
+		return toml.MetaData{}, ctx.Err()
+	}
+}
+
+// Decode decodes data into v. A syntax error is a *SyntaxError, a
+// document over a cap a *CapError; a key v has no place for is an error
+// naming the key.
 func Decode(data []byte, v any) error {
-	md, err := toml.Decode(string(data), v)
+	md, err := DecodeMeta(context.Background(), data, v)
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
@@ -38,16 +75,50 @@ func Decode(data []byte, v any) error {
 	return nil
 }
 
-// In names the file an error from Decode is about, in the house style:
-// "FILE:LINE: message" for a syntax error, "FILE: message" otherwise;
-// nil stays nil.
+// ReadFile reads a TOML file, refusing one over the size cap before
+// reading it. Errors from the file system come back as os.ReadFile gives
+// them, so errors.Is(err, fs.ErrNotExist) still tells a missing file.
+func ReadFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxSize {
+		return nil, sizeError(fi.Size())
+	}
+	return ReadAll(f)
+}
+
+// ReadAll reads a TOML document from r, refusing one over the size cap
+// as soon as it has read a byte past it.
+func ReadAll(r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxSize {
+		return nil, sizeError(-1)
+	}
+	return data, nil
+}
+
+// In names the file an error from ReadFile or Decode is about, in the
+// house style: "FILE:LINE: message" for a syntax error or a cap crossed at
+// a line, "FILE: message" otherwise. An error from the file system, which
+// names the file already, and nil stay as they are.
 func In(path string, err error) error {
-	if err == nil {
-		return nil
+	var pe *fs.PathError
+	if err == nil || errors.As(err, &pe) {
+		return err
 	}
 	var se *SyntaxError
 	if errors.As(err, &se) {
 		return fmt.Errorf("%s:%d: %s", path, se.Line, se.Msg)
+	}
+	var ce *CapError
+	if errors.As(err, &ce) && ce.Line > 0 {
+		return fmt.Errorf("%s:%d: %s", path, ce.Line, ce.Msg)
 	}
 	return fmt.Errorf("%s: %w", path, err)
 }

@@ -127,12 +127,12 @@ type rollback struct {
 // readRollback reads the launcher's note; nil when there is none.
 func readRollback(state string) (*rollback, error) {
 	path := filepath.Join(state, RollbackNote)
-	data, err := os.ReadFile(path)
+	data, err := tomlfile.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, tomlfile.In(path, err)
 	}
 	var r rollback
 	err = tomlfile.Decode(data, &r)
