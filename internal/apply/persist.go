@@ -70,7 +70,14 @@ func (r *run) deliver(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	data, err := bundle.Seal(report.Marshal(res.Report), report.Ctx(r.nodeID, r.gen, seq), o.Identity.Pair.Sign, rcpt)
+	// A report too big to send is cut to fit, failed and saying why; one
+	// that cannot be is an error: never a report silently not sent.
+	payload, rep, err := report.Fit(res.Report)
+	if err != nil {
+		return err
+	}
+	res.Report = rep
+	data, err := bundle.Seal(payload, report.Ctx(r.nodeID, r.gen, seq), o.Identity.Pair.Sign, rcpt)
 	if err != nil {
 		return err
 	}

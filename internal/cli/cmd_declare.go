@@ -27,7 +27,8 @@ func init() {
 standard input) and commit them as the next generation in one write. Every
 problem is reported with file:line and key, and a declaration with any error
 writes nothing. A file over 64 MiB or nested more than 64 levels deep is
-refused before it is parsed.
+refused before it is parsed, and a node given more resources than its
+host's report could hold is refused, naming the node.
 
 declare first admits pending join requests. It then resolves the desired
 state for every enrolled, eligible node, writes one bundle per node (signed by

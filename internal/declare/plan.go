@@ -16,9 +16,11 @@ import (
 	"github.com/muster-tool/muster/internal/brief"
 	"github.com/muster-tool/muster/internal/declaration"
 	"github.com/muster-tool/muster/internal/enrol"
+	"github.com/muster-tool/muster/internal/fault"
 	"github.com/muster-tool/muster/internal/generation"
 	"github.com/muster-tool/muster/internal/keys"
 	"github.com/muster-tool/muster/internal/outcome"
+	"github.com/muster-tool/muster/internal/report"
 	"github.com/muster-tool/muster/internal/resource"
 	"github.com/muster-tool/muster/internal/workpool"
 )
@@ -53,6 +55,8 @@ type entry struct {
 	line   []byte // "id digest\n", for the node's digest
 	toml   []byte
 	pos    int // in plan.table, which is the manifest's resource list
+	// cost is the most the resource can add to the node's report.
+	cost int
 }
 
 // newPlan resolves decl for every trusted node and splits eligible nodes
@@ -123,6 +127,7 @@ type planner struct {
 type sharedList struct {
 	entries []*entry
 	digest  string
+	err     error // over the report budget
 }
 
 // add adds the eligible node id, resolved to r. r.Resources is not kept:
@@ -137,11 +142,16 @@ func (b *planner) add(id *enrol.Identity, r declaration.Resolved) {
 		first = &r.Resources[0]
 	}
 	if l, ok := b.shared[first]; ok && first != nil && len(l.entries) == len(r.Resources) {
+		if l.err != nil {
+			b.err = fmt.Errorf("node %s: %w", r.Node, l.err)
+			return
+		}
 		np.entries, np.digest = l.entries, l.digest
 		b.p.nodes = append(b.p.nodes, np)
 		return
 	}
 	np.entries = make([]*entry, len(r.Resources))
+	cost := 0
 	for i := range r.Resources {
 		e, err := b.cache.get(&r.Resources[i])
 		if err != nil {
@@ -150,6 +160,14 @@ func (b *planner) add(id *enrol.Identity, r declaration.Resolved) {
 		}
 		np.entries[i] = e
 		e.used = true
+		cost += e.cost
+	}
+	if err := reportBudget(len(np.entries), cost); err != nil {
+		if first != nil {
+			b.shared[first] = sharedList{entries: np.entries, err: err}
+		}
+		b.err = fmt.Errorf("node %s: %w", r.Node, err)
+		return
 	}
 	// Resolve sorts by ID; the manifest's ranges and the diff rely on
 	// it, so make sure rather than assume.
@@ -160,9 +178,21 @@ func (b *planner) add(id *enrol.Identity, r declaration.Resolved) {
 	if first != nil {
 		// Only a shared slice is remembered: an Own node's is never seen
 		// again, and remembering it would keep every node's alive.
-		b.shared[first] = sharedList{np.entries, np.digest}
+		b.shared[first] = sharedList{entries: np.entries, digest: np.digest}
 	}
 	b.p.nodes = append(b.p.nodes, np)
+}
+
+// reportBudget refuses a node whose n resources could need cost bytes of
+// its report, more than report.NodeBudget: its host could not report
+// them, and the node would look outstanding for ever.
+func reportBudget(n, cost int) error {
+	if cost <= report.NodeBudget {
+		return nil
+	}
+	return fault.WithHint(fmt.Errorf("its %d resources could take up to %d bytes of its report, more than %d, the cap on a node's share of its report (a report holds at most %d MiB)",
+		n, cost, report.NodeBudget, report.MaxSize>>20),
+		"declare fewer resources for the node, or shorter paths and names, so that its host can report what it did")
 }
 
 // dropUnmatched moves the eligible nodes that nothing is declared for
@@ -366,6 +396,7 @@ func (c *entryCache) newEntry(s *resource.Spec) (*entry, error) {
 		return nil, fmt.Errorf("resource %s: encoding as TOML: %w", s.ID(), err)
 	}
 	e := &entry{spec: *s, id: s.ID(), toml: bytes.Clone(c.buf.Bytes())}
+	e.cost = report.ResourceCost(e.id, string(s.Kind), s.Path, s.Name)
 	e.digest = specDigest(&c.buf, c.json, s)
 	e.line = []byte(e.id + " " + e.digest + "\n")
 	return e, nil
