@@ -12,7 +12,10 @@ import (
 )
 
 func main() {
+	// The first SIGINT or SIGTERM cancels ctx, and every command stops
+	// at its next safe point; a second one ends the process at once.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(ctx, stop)
 	code := cli.Main(ctx, os.Args[1:], cli.Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 	stop()
 	os.Exit(code)

@@ -158,7 +158,22 @@ func Main(ctx context.Context, args []string, stdio Stdio) int {
 	}
 	env := &Env{Ctx: ctx, Stdio: stdio, Global: g, Now: time.Now}
 	err := run(env, args)
-	return finish(stdio.Err, err)
+	return finish(stdio.Err, stoppedBySignal(ctx, err))
+}
+
+// stoppedBySignal makes the error of a command that a signal stopped (ctx was
+// cancelled: see cmd/muster) a temporary failure saying so. A command
+// that finished before it noticed the signal, or failed for a reason of
+// its own, keeps its result.
+func stoppedBySignal(ctx context.Context, err error) error {
+	if ctx.Err() == nil || !errors.Is(err, context.Canceled) {
+		return err
+	}
+	msg := fmt.Sprintf("interrupted (%v)", context.Cause(ctx))
+	if err.Error() != context.Canceled.Error() {
+		msg += ": " + err.Error()
+	}
+	return fault.WithHint(fault.New(fault.Temporary, errors.New(msg)), "run the command again")
 }
 
 // finish prints err in the house style and returns its exit status.

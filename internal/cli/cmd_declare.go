@@ -96,7 +96,10 @@ generate-config | muster declare --json -`,
 				if err != nil {
 					return err
 				}
-				decl, problems := declaration.Parse(srcs)
+				decl, problems, err := declaration.ParseContext(env.Ctx, srcs)
+				if err != nil {
+					return err
+				}
 				if err := reportProblems(env, problems); err != nil {
 					return err
 				}

@@ -1,6 +1,8 @@
 package declaration
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -46,5 +48,21 @@ func TestLoadSizeCap(t *testing.T) {
 	want := "reading declaration file: " + path + ": 107374182400 bytes, more than 67108864 (the cap on the size of a TOML document, 64 MiB)"
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v\nwant %s", err, want)
+	}
+}
+
+// TestParseContextStops: a cancelled context ends a parse that is under
+// way, without waiting for the TOML library.
+func TestParseContextStops(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("[role.all]\nnodes = [\"*\"]\n")
+	for i := range 300_000 {
+		b.WriteString("[role.all.file.\"/etc/f" + strconv.Itoa(i) + "\"]\ncontent = \"x\"\n")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	d, problems, err := ParseContext(ctx, []Source{{Name: "big.toml", Data: []byte(b.String()), Dir: "."}})
+	if !errors.Is(err, context.Canceled) || d != nil || problems != nil {
+		t.Errorf("got %v, %v, %v", d, problems, err)
 	}
 }

@@ -94,6 +94,36 @@ type sourceFile struct {
 // a warning, the Declaration is nil. Files named by `source =` are read
 // here, so a declaration that parses carries all the content it needs.
 func Parse(srcs []Source) (*Declaration, []Problem) {
+	return parse(srcs)
+}
+
+// ParseContext is Parse that returns as soon as ctx ends, with ctx's
+// error and no Declaration. Parsing a large declaration is seconds of
+// work in the TOML library, which cannot be stopped, so it runs on a
+// goroutine of its own that is left to finish; only a command about to
+// exit should let it.
+func ParseContext(ctx context.Context, srcs []Source) (*Declaration, []Problem, error) {
+	type parsed struct {
+		d        *Declaration
+		problems []Problem
+	}
+	done := make(chan parsed, 1)
+	go func() {
+		d, problems := parse(srcs)
+		done <- parsed{d, problems}
+	}()
+	select {
+	case p := <-done:
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		return p.d, p.problems, nil
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+}
+
+func parse(srcs []Source) (*Declaration, []Problem) {
 	b := &builder{
 		roles:   map[string]*role{},
 		nodes:   map[string]*nodeSection{},

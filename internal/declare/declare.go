@@ -136,7 +136,7 @@ func Declare(ctx context.Context, m *mesh.Mesh, reg *enrol.Registry, briefs map[
 	if o.Retries <= 0 {
 		o.Retries = 3
 	}
-	p, err := newPlan(reg, briefs, decl)
+	p, err := newPlan(ctx, reg, briefs, decl)
 	if err != nil {
 		return nil, err
 	}

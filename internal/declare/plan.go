@@ -62,7 +62,7 @@ type entry struct {
 // newPlan resolves decl for every trusted node and splits eligible nodes
 // from ineligible and unmatched ones. A resolution error (the same
 // resource declared differently for one node) is a *ProblemsError.
-func newPlan(reg *enrol.Registry, briefs map[string]*brief.Briefing, decl *declaration.Declaration) (*plan, error) {
+func newPlan(ctx context.Context, reg *enrol.Registry, briefs map[string]*brief.Briefing, decl *declaration.Declaration) (*plan, error) {
 	active := reg.Active()
 	nodes := make([]declaration.Node, len(active))
 	byName := make(map[string]*enrol.Identity, len(active))
@@ -71,7 +71,7 @@ func newPlan(reg *enrol.Registry, briefs map[string]*brief.Briefing, decl *decla
 		byName[id.Name] = id
 	}
 	p := &plan{prune: decl.Prune(), nodes: make([]nodePlan, 0, len(active)), ineligible: []Ineligible{}, unmatched: []string{}, unsealable: []Unsealable{}}
-	b := &planner{p: p, cache: newEntryCache(), shared: map[*resource.Spec]sharedList{}}
+	b := &planner{ctx: ctx, p: p, cache: newEntryCache(), shared: map[*resource.Spec]sharedList{}}
 	// Each node's resources are turned into entries as they are resolved
 	// and then dropped: with a node section of its own, each node's are a
 	// copy, and ten thousand nodes' copies at once would be most of the
@@ -115,6 +115,7 @@ func ineligible(id *enrol.Identity, b *brief.Briefing) (Ineligible, bool) {
 // planner adds eligible nodes to a plan one at a time, as they are
 // resolved.
 type planner struct {
+	ctx   context.Context
 	p     *plan
 	cache *entryCache
 	// Nodes with the same roles and no node section of their own share
@@ -153,6 +154,10 @@ func (b *planner) add(id *enrol.Identity, r declaration.Resolved) {
 	np.entries = make([]*entry, len(r.Resources))
 	cost := 0
 	for i := range r.Resources {
+		if i%4096 == 0 && b.ctx.Err() != nil {
+			b.err = b.ctx.Err()
+			return
+		}
 		e, err := b.cache.get(&r.Resources[i])
 		if err != nil {
 			b.err = fmt.Errorf("node %s: %w", r.Node, err)

@@ -114,7 +114,7 @@ func TestSealingFailureDropsOnlyThatNode(t *testing.T) {
 	f.add(id)
 	f.briefs[id.NodeID] = passed("web-2")
 	f.enrol("web-3", nil)
-	p, err := newPlan(f.reg, f.briefs, f.parse(webSite, nil))
+	p, err := newPlan(f.ctx, f.reg, f.briefs, f.parse(webSite, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
