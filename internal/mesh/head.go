@@ -35,12 +35,12 @@ func HeadPath(dir string) string { return filepath.Join(dir, HeadFile) }
 // has made none (or was created before muster remembered it).
 func (m *Mesh) Head() (*Head, error) {
 	path := HeadPath(m.Dir)
-	data, err := os.ReadFile(path)
+	data, err := tomlfile.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, tomlfile.In(path, err)
 	}
 	var h Head
 	err = tomlfile.Decode(data, &h)
