@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -173,6 +174,26 @@ func TestLayoutNames(t *testing.T) {
 		_, _, _, err4 := ParseReportName(bad)
 		if err1 == nil || err2 == nil || err3 == nil || err4 == nil {
 			t.Errorf("%q parsed as a layout name: %v %v %v %v", bad, err1, err2, err3, err4)
+		}
+	}
+}
+
+func TestAbsolute(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string]string{
+		"spool":                   filepath.Join(wd, "spool"),
+		"../x/spool":              filepath.Join(filepath.Dir(wd), "x/spool"),
+		"/srv/spool":              "/srv/spool",
+		"dir:spool":               "dir:" + filepath.Join(wd, "spool"),
+		"s3://bucket/p?tls=false": "s3://bucket/p?tls=false",
+		"file:///srv/spool":       "file:///srv/spool",
+		"":                        "",
+	} {
+		if got, err := Absolute(in); err != nil || got != want {
+			t.Errorf("Absolute(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"path/filepath"
 	"strings"
 
 	"github.com/muster-tool/muster/internal/fault"
@@ -65,6 +66,28 @@ var (
 	// trying later may work.
 	ErrUnavailable = errors.New("spool unavailable")
 )
+
+// Absolute returns location with a directory made absolute, so that it
+// names the same spool from any working directory: a mesh or host config
+// stores it, and commands run from elsewhere read it. Other locations are
+// returned as they are.
+func Absolute(location string) (string, error) {
+	dir, isDir := strings.CutPrefix(location, "dir:")
+	if !isDir && strings.Contains(location, "://") || location == "" {
+		return location, nil
+	}
+	if !isDir {
+		dir = location
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fault.Usagef("spool %s: %v", location, err)
+	}
+	if isDir {
+		return "dir:" + abs, nil
+	}
+	return abs, nil
+}
 
 // Open opens a spool from a location: a directory path, "dir:PATH",
 // "file://PATH", or "s3://bucket/prefix?endpoint=host:port&region=R&tls=false&timeout=1m"

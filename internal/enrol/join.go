@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/muster-tool/muster/internal/atomicfile"
@@ -74,12 +73,8 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 	if o.Spool == "" {
 		o.Spool = prev.Spool
 	}
-	if !strings.Contains(o.Spool, "://") && !strings.HasPrefix(o.Spool, "dir:") && o.Spool != "" {
-		abs, err := filepath.Abs(o.Spool)
-		if err != nil {
-			return nil, err
-		}
-		o.Spool = abs
+	if o.Spool, err = spool.Absolute(o.Spool); err != nil {
+		return nil, err
 	}
 	tok, err := token.Parse(o.Token)
 	if err != nil {

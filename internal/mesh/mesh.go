@@ -71,6 +71,11 @@ func Init(ctx context.Context, dir, location string, now time.Time) (*Mesh, erro
 		return nil, fault.WithHint(fmt.Errorf("mesh key already exists in %s, refusing to overwrite it", dir),
 			"to start another mesh, choose another --mesh directory")
 	}
+	// Stored absolute: mesh commands run from any directory.
+	location, err := spool.Absolute(location)
+	if err != nil {
+		return nil, err
+	}
 	sp, err := spool.Open(location)
 	if err != nil {
 		return nil, err
