@@ -186,6 +186,7 @@ func (r *run) prepare(ctx context.Context) error {
 	for _, j := range f.junk {
 		res.Warnings = append(res.Warnings, j+" (skipped, never applied)")
 	}
+	res.Warnings = append(res.Warnings, f.notes...)
 	if f.err != nil {
 		return f.err
 	}

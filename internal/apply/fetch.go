@@ -63,8 +63,20 @@ func findGeneration(ctx context.Context, sp spool.Spool, nodeID string, meshSign
 		return f
 	}
 	if chosen == nil {
-		if last > 0 {
+		if last == 0 {
+			return f
+		}
+		// The commit of the generation applied may still be there, with no
+		// declaration for this node any more: nothing is declared for it,
+		// which is no rollback. Only a generation gone from the spool is.
+		c, err := hist.Commit(ctx, last)
+		switch {
+		case err != nil:
+			f.err = err
+		case c == nil:
 			f.err = fault.Refusedf("rollback refused: generation %d, which this host applied, is no longer in spool %s and no newer one is declared for it", last, sp)
+		default:
+			f.notes = append(f.notes, fmt.Sprintf("generation %d, which this host applied, holds no declaration for it any more (spool gc removed it, or the host was enrolled again); nothing newer is declared for it", last))
 		}
 		return f
 	}
@@ -106,6 +118,8 @@ type fetch struct {
 	skipped     []generation.Skipped
 	// junk are this node's declarations that did not verify, skipped.
 	junk []string
+	// notes say why nothing is declared, when that needs saying.
+	notes []string
 	err  error
 }
 
@@ -116,7 +130,9 @@ type fetch struct {
 // another node, bound to another name) is junk anyone able to write to the
 // spool could have left there: it is skipped, and the newest generation
 // before it with a declaration for this node is taken instead, with the
-// same rollback and fork rules.
+// same rollback and fork rules. The declaration of the generation this host
+// applied is the exception: it verified before, so one that does not now
+// was changed in place, and is refused.
 func fetchNewest(ctx context.Context, o Options, meshSign ed25519.PublicKey, nodeID string, st *State) fetch {
 	skip := map[uint64]bool{}
 	var junk []string
@@ -128,6 +144,13 @@ func fetchNewest(ctx context.Context, o Options, meshSign ed25519.PublicKey, nod
 		}
 		f.nd, f.err = fetchDeclaration(ctx, o, meshSign, f.gen, f.commit.Run, nodeID)
 		if f.err == nil || fault.ClassOf(f.err) != fault.Refused {
+			return f
+		}
+		if f.gen == st.Generation {
+			// The declaration this host applied was there and verified;
+			// one that does not verify now was changed in place, which
+			// no writer to a spool can do (objects are write-once): the
+			// store was tampered with. Refused, not passed over.
 			return f
 		}
 		skip[f.gen] = true

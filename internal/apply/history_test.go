@@ -197,3 +197,34 @@ func TestExpiredGeneration(t *testing.T) {
 		t.Errorf("renewed: generation %d, %d failed", r.Generation, r.Failed)
 	}
 }
+
+// The generation this host applied is still committed but holds no
+// declaration for it any more (spool gc removed it, or the host was
+// enrolled again): nothing is declared for it, which is said, and which is
+// no rollback.
+func TestAppliedGenerationWithoutDeclarationIsNoRollback(t *testing.T) {
+	f := newFixture(t)
+	h := f.enrol("web-1")
+	gen := f.declare(motd("one"))
+	f.mustApply(h)
+	c, err := generation.ReadCommit(f.ctx, f.m.Spool, gen, f.meshKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.Spool.Delete(f.ctx, spool.DeclName(gen, c.Run, f.options(h).Identity.NodeID())); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.apply(h)
+	if err != nil || !res.Nothing {
+		t.Fatalf("apply: %+v, %v; want nothing declared", res, err)
+	}
+	if w := strings.Join(res.Warnings, "\n"); !strings.Contains(w, "holds no declaration for it any more") {
+		t.Errorf("warnings %q", w)
+	}
+	// With the commit gone too, it is a rollback.
+	if err := f.m.Spool.Delete(f.ctx, spool.CommitName(gen)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.apply(h)
+	wantRefused(t, err, "rollback refused", "no longer in spool")
+}

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/muster-tool/muster/internal/host"
 	"github.com/muster-tool/muster/internal/tomlfile"
 
 	"github.com/muster-tool/muster/internal/atomicfile"
@@ -66,8 +67,8 @@ func (st *State) commitName() string {
 }
 
 const (
-	stateFile  = "state.toml"
-	ledgerFile = "ledger.tsv"
+	stateFile  = host.StateFile
+	ledgerFile = host.LedgerFile
 	outboxDir  = "outbox"
 	lockFile   = "apply.lock"
 	// stagingFile exists, durably, from before a run creates its first temp

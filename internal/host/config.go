@@ -202,8 +202,19 @@ func ReadJoin(state string) (string, error) {
 	return j.TokenID, nil
 }
 
-// identityFiles are the files of a host identity in the state directory.
-var identityFiles = []string{"host.age", "host.sign", pinnedFile, joinFile}
+// StateFile and LedgerFile are the state apply keeps in the state
+// directory, authenticated under the host's key (see internal/apply), so
+// they belong to the identity that wrote them.
+const (
+	StateFile  = "state.toml"
+	LedgerFile = "ledger.tsv"
+)
+
+// identityFiles are the files of a host identity in the state directory,
+// and the state kept under its key: a new identity replaces them all, and
+// starts without state (the mesh's recovery copy tells it what the
+// identity it replaced owned).
+var identityFiles = []string{"host.age", "host.sign", pinnedFile, joinFile, StateFile, LedgerFile}
 
 // RemoveIdentity deletes the identity files (cleanup after a failed join).
 func RemoveIdentity(state string) error {
