@@ -120,7 +120,7 @@ type fetch struct {
 	junk []string
 	// notes say why nothing is declared, when that needs saying.
 	notes []string
-	err  error
+	err   error
 }
 
 // fetchNewest finds the generation to apply after the one in st and
