@@ -6,10 +6,12 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/muster-tool/muster/internal/bundle"
 	"github.com/muster-tool/muster/internal/fault"
 	"github.com/muster-tool/muster/internal/generation"
+	"github.com/muster-tool/muster/internal/host"
 	"github.com/muster-tool/muster/spool"
 )
 
@@ -139,6 +141,13 @@ func fetchNewest(ctx context.Context, o Options, meshSign ed25519.PublicKey, nod
 	for {
 		f := findGeneration(ctx, o.Spool, nodeID, meshSign, st, skip)
 		f.junk = junk
+		if f.err == nil && f.gen < f.newest {
+			// The newest generation has nothing for this node: it may
+			// have been revoked, which the mesh tells it in a record
+			// sealed to it. Asked only then, so a node the newest
+			// generation names costs no request for it.
+			f.err = revoked(ctx, o)
+		}
 		if f.err != nil || f.gen == 0 {
 			return f
 		}
@@ -156,6 +165,17 @@ func fetchNewest(ctx context.Context, o Options, meshSign ed25519.PublicKey, nod
 		skip[f.gen] = true
 		junk = append(junk, f.err.Error())
 	}
+}
+
+// revoked refuses the run of a host whose identity the mesh revoked.
+func revoked(ctx context.Context, o Options) error {
+	rv, err := host.ReadRevocation(ctx, o.Spool, o.Identity)
+	if err != nil || rv == nil {
+		return err
+	}
+	return fault.WithHint(fault.Refusedf("this host's identity %s (node %s) was revoked at %s: %s; it changes nothing any more",
+		rv.NodeID, rv.Name, rv.RevokedAt.UTC().Format(time.RFC3339), rv.Reason),
+		"if the host should stay, ask the operator for a re-enrolment token (muster enrol issue "+rv.Name+" --reenrol) and run muster enrol join --force with it")
 }
 
 // fetchDeclaration reads this node's declaration of generation gen,

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/muster-tool/muster/internal/edsig"
+	"github.com/muster-tool/muster/internal/host"
 
 	"github.com/muster-tool/muster/internal/bundle"
 	"github.com/muster-tool/muster/internal/keys"
@@ -77,13 +78,9 @@ type Admission struct {
 func (a *Admission) Cancelled() bool { return !a.CancelledAt.IsZero() }
 
 // Revocation records that an identity is refused from then on.
-type Revocation struct {
-	Version   int       `toml:"version"`
-	NodeID    string    `toml:"node_id"`
-	Name      string    `toml:"name"`
-	RevokedAt time.Time `toml:"revoked_at"`
-	Reason    string    `toml:"reason"`
-}
+// Revocation is a node identity's revocation record (see host.Revocation,
+// which the revoked host reads too).
+type Revocation = host.Revocation
 
 // Refusal records that a join request was refused, so it is decided once
 // and not reconsidered by every later admit.
@@ -107,9 +104,7 @@ func admitCtx(tokenID string) bundle.Context {
 	return bundle.Context{Kind: "admission", Name: spool.AdmitName(tokenID)}
 }
 
-func revokeCtx(nodeID string) bundle.Context {
-	return bundle.Context{Kind: "revocation", Node: nodeID, Name: spool.RevokeName(nodeID)}
-}
+func revokeCtx(nodeID string) bundle.Context { return host.RevocationCtx(nodeID) }
 
 func refusedCtx(tokenID, hostFP string) bundle.Context {
 	return bundle.Context{Kind: "join-refusal", Node: hostFP, Name: spool.RefusedName(tokenID, hostFP)}

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"filippo.io/age"
 	"github.com/muster-tool/muster/internal/bundle"
 	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/keys"
 	"github.com/muster-tool/muster/internal/mesh"
 	"github.com/muster-tool/muster/spool"
 )
@@ -22,7 +24,13 @@ func Revoke(ctx context.Context, m *mesh.Mesh, reg *Registry, name, reason strin
 		return nil, fault.WithHint(fmt.Errorf("node %s is not enrolled", name), "see the enrolled nodes with: muster enrol list")
 	}
 	rv := Revocation{Version: recordVersion, NodeID: id.NodeID, Name: name, RevokedAt: now.UTC(), Reason: reason}
-	data, err := bundle.SealTOML(rv, revokeCtx(id.NodeID), m.Pair.Sign, m.Pair.Age.Recipient())
+	// Sealed to the revoked host too, so that it learns to stop; to the
+	// mesh alone if its key cannot be sealed to.
+	rcpts := []age.Recipient{m.Pair.Age.Recipient()}
+	if r, err := id.Host.Recipient(); err == nil && keys.VetRecipient(r) == nil {
+		rcpts = append(rcpts, r)
+	}
+	data, err := bundle.SealTOML(rv, revokeCtx(id.NodeID), m.Pair.Sign, rcpts...)
 	if err != nil {
 		return nil, err
 	}
