@@ -491,3 +491,45 @@ func TestKilledApplyNeverLeavesHalfWrittenFiles(t *testing.T) {
 		t.Errorf("%d temp files of killed runs remain in the hosts' /data after uninterrupted runs", temps)
 	}
 }
+
+// A host command run by a user who cannot read the state directory says
+// so and says to run as root, rather than that the host is not enrolled
+// (whose way out, join --force, would replace a working identity).
+func TestNotRootSaysPermissionDenied(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run muster as another user")
+	}
+	f := newFixture(t)
+	h := f.enrol("web-1")
+	f.declare(siteFiles)
+	// Everything on the way is open to others but the state directory,
+	// as on a real host: the test's own directories, up to the one the
+	// testing package made (never above it).
+	top := filepath.Dir(f.dir)
+	for d := filepath.Dir(h.config); ; d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if d == top {
+			break
+		}
+	}
+	os.Chmod(h.config, 0o644)
+	buildMuster()
+	if musterBin == "" {
+		t.Skip("the muster binary could not be built")
+	}
+	os.Chmod(filepath.Dir(musterBin), 0o755)
+	cmd := h.command("apply")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("apply as nobody: %v, stderr %q", err, errb.String())
+	}
+	if s := errb.String(); !strings.Contains(s, "permission denied") || !strings.Contains(s, "muster: hint: run muster as root") || strings.Contains(s, "not enrolled") {
+		t.Errorf("stderr %q", s)
+	}
+}

@@ -271,6 +271,10 @@ func LoadIdentity(c *Config) (*Identity, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fault.WithHint(err, "this host is not enrolled: muster enrol join")
 	}
+	if errors.Is(err, fs.ErrPermission) {
+		return nil, fault.WithHint(fmt.Errorf("this host's identity in %s cannot be read: permission denied", c.State),
+			"run muster as root: the state directory and the keys in it are root's alone")
+	}
 	if err != nil {
 		return nil, err
 	}
