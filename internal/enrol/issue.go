@@ -21,8 +21,10 @@ type IssueOptions struct {
 	Name    string
 	Reenrol bool
 	Expires time.Duration
-	Labels  map[string]string
-	Now     time.Time
+	// Labels of the node; none given for a re-enrolment keeps the labels
+	// it has.
+	Labels map[string]string
+	Now    time.Time
 }
 
 // Issue records a new token's verifier in the spool and returns the token.
@@ -48,6 +50,11 @@ func Issue(ctx context.Context, m *mesh.Mesh, reg *Registry, o IssueOptions) (*t
 	case current == nil && o.Reenrol:
 		return nil, fault.WithHint(fmt.Errorf("node %s is not enrolled, so there is nothing to re-enrol", o.Name),
 			"issue a plain token: muster enrol issue "+o.Name)
+	}
+	if current != nil && len(o.Labels) == 0 {
+		// A rebuilt host is the same node: it keeps its labels, so the
+		// roles that select it by label go on applying to it.
+		o.Labels = current.Labels
 	}
 	tok, err := token.New(o.Name, m.Public().Fingerprint(), o.Now.Add(o.Expires))
 	if err != nil {
