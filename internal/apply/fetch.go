@@ -61,6 +61,15 @@ func findGeneration(ctx context.Context, sp spool.Spool, nodeID string, meshSign
 		chosen = c
 		return false, nil
 	})
+	if fault.ClassOf(f.err) == fault.Refused || f.err == nil && f.newest < last {
+		// What looks like a rollback may be a spool that is not there:
+		// an unmounted stick or bind mount leaves an empty directory. A
+		// spool without the mesh's keys is not the mesh's spool.
+		if err := meshKeysThere(ctx, sp); err != nil {
+			f.err = err
+			return f
+		}
+	}
 	if f.err != nil {
 		return f
 	}
@@ -100,6 +109,18 @@ func findGeneration(ctx context.Context, sp spool.Spool, nodeID string, meshSign
 	}
 	f.gen, f.commit = chosen.Generation, chosen
 	return f
+}
+
+// meshKeysThere fails, as a temporary failure, when sp holds no mesh keys:
+// it is not (yet) the mesh's spool, such as the empty mount point of a
+// stick that is not mounted.
+func meshKeysThere(ctx context.Context, sp spool.Spool) error {
+	_, err := sp.Stat(ctx, spool.MeshKeysName)
+	if errors.Is(err, spool.ErrNotFound) {
+		return fault.WithHint(fault.Temporaryf("spool %s holds no mesh keys (%s): it is not mounted, or not the mesh's spool; nothing was changed", sp, spool.MeshKeysName),
+			"mount the disk or share that holds the spool, or check the spool in the host config")
+	}
+	return err
 }
 
 // forkRefused is the refusal of a commit from another history of the mesh

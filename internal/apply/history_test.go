@@ -228,3 +228,34 @@ func TestAppliedGenerationWithoutDeclarationIsNoRollback(t *testing.T) {
 	_, err = f.apply(h)
 	wantRefused(t, err, "rollback refused", "no longer in spool")
 }
+
+// The story: the spool is on a stick or a bind mount that is not mounted
+// now, leaving an empty directory. That is a temporary failure (try again
+// later), never a rollback refusal; and once the spool is back, the host
+// goes on.
+func TestEmptySpoolDirectoryIsNotThere(t *testing.T) {
+	f := newFixture(t)
+	h := f.enrol("web-1")
+	f.declare(motd("one"))
+	f.mustApply(h)
+	aside := filepath.Join(t.TempDir(), "spool")
+	if err := os.Rename(f.spool, aside); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(f.spool, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.apply(h)
+	if fault.ClassOf(err) != fault.Temporary || !strings.Contains(err.Error(), "holds no mesh keys") {
+		t.Fatalf("apply on an empty spool directory: %v (class %v), want a temporary failure", err, fault.ClassOf(err))
+	}
+	if err := os.Remove(f.spool); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(aside, f.spool); err != nil {
+		t.Fatal(err)
+	}
+	if res := f.mustApply(h); res.Generation != 1 {
+		t.Errorf("back: generation %d", res.Generation)
+	}
+}
