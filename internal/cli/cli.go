@@ -112,14 +112,21 @@ func (c *Command) Path() string {
 	return c.Name
 }
 
-// commands is the command table, in the order help lists them.
+// commands is muster's command table, in the order help lists it. Help,
+// the man page tests and the shell completions all read it; a command
+// exists when it is listed here. It is built afresh for each invocation.
 func commands() []*Command {
 	cmds := []*Command{
 		cmdInit(),
 		cmdVersion(),
 		cmdHelp(),
+		cmdApply(),
+		cmdBrief(),
+		cmdDeclare(),
+		cmdEnrol(),
+		cmdReport(),
+		cmdSpool(),
 	}
-	cmds = append(cmds, extraCommands...)
 	var link func(c *Command)
 	link = func(c *Command) {
 		for _, s := range c.Sub {
@@ -132,11 +139,6 @@ func commands() []*Command {
 	}
 	return cmds
 }
-
-// extraCommands lets each cmd_*.go file register itself with init.
-var extraCommands []*Command
-
-func register(c *Command) { extraCommands = append(extraCommands, c) }
 
 func findCommand(cmds []*Command, name string) *Command {
 	for _, c := range cmds {

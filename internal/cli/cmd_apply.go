@@ -19,8 +19,8 @@ import (
 	"github.com/muster-tool/muster/spool"
 )
 
-func init() {
-	register(&Command{
+func cmdApply() *Command {
+	return &Command{
 		Name:  "apply",
 		Usage: "muster apply [--dry-run] [--timeout DURATION] [--config FILE] [--state DIR] [--spool SPOOL] [--root DIR]\nmuster apply --self-check",
 		Short: "reconcile this host with its newest declaration, verify, report (host)",
@@ -140,7 +140,7 @@ muster apply --root /srv/images/web --config /srv/images/web.toml`,
 				return err
 			}
 		},
-	})
+	}
 }
 
 // printNothing says why nothing is declared for this node: it may still

@@ -15,8 +15,8 @@ import (
 	"github.com/muster-tool/muster/spool"
 )
 
-func init() {
-	register(&Command{
+func cmdBrief() *Command {
+	return &Command{
 		Name:  "brief",
 		Usage: "muster brief [--json | --toml] [--send]\nmuster brief show NAME [--json]\nmuster brief list [--table | --json]",
 		Short: "run this host's briefing checks; show briefings (mesh)",
@@ -43,7 +43,7 @@ muster brief list --table`,
 		Exits:      []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
 		Setup:      setupBriefHost,
 		Sub:        []*Command{cmdBriefShow(), cmdBriefList()},
-	})
+	}
 }
 
 func setupBriefHost(fs *pflag.FlagSet) func(*Env, []string) error {

@@ -18,8 +18,8 @@ import (
 	"github.com/muster-tool/muster/internal/report"
 )
 
-func init() {
-	register(&Command{
+func cmdDeclare() *Command {
+	return &Command{
 		Name:  "declare",
 		Usage: "muster declare [--check | --dry-run] [--valid-for DURATION] [--json] FILE... | -",
 		Short: "validate the desired state and commit it as the next generation",
@@ -156,7 +156,7 @@ generate-config | muster declare --json -`,
 				return nil
 			}
 		},
-	})
+	}
 }
 
 // declareJSONVersion is the version of declare --json's output, documented

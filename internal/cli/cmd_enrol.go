@@ -15,13 +15,13 @@ import (
 	"github.com/muster-tool/muster/internal/outcome"
 )
 
-func init() {
-	register(&Command{
+func cmdEnrol() *Command {
+	return &Command{
 		Name:  "enrol",
 		Short: "enrol hosts: issue and cancel tokens, admit, revoke, list, join",
 		Long:  "Enrolment decides which host identities the mesh trusts. The operator issues a token for a node name; the host joins with it; the mesh admits the join request (declare and report do this implicitly).",
 		Sub:   []*Command{cmdEnrolIssue(), cmdEnrolCancel(), cmdEnrolAdmit(), cmdEnrolRevoke(), cmdEnrolList(), cmdEnrolJoin()},
-	})
+	}
 }
 
 func sortStrings(s []string) { sort.Strings(s) }

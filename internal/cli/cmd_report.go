@@ -18,8 +18,6 @@ import (
 	"github.com/muster-tool/muster/internal/report"
 )
 
-func init() { register(cmdReport()) }
-
 func cmdReport() *Command {
 	return &Command{
 		Name: "report",

@@ -19,15 +19,15 @@ import (
 	"github.com/muster-tool/muster/spool"
 )
 
-func init() {
-	register(&Command{
+func cmdSpool() *Command {
+	return &Command{
 		Name:  "spool",
 		Short: "copy, check and clean a spool",
 		Long: `Work on the spool itself: copy objects between two spools (sneakernet,
 mirrors), check that every object is whole, and remove what no reader needs.
 None of these commands needs a key.`,
 		Sub: []*Command{cmdSpoolSync(), cmdSpoolVerify(), cmdSpoolGC(), cmdSpoolRepo()},
-	})
+	}
 }
 
 // spoolJSONVersion is the version of the --json output of the spool

@@ -11,18 +11,15 @@ import (
 // cmdSpoolRepo is the "spool repo" group: the package repository that
 // lives inside the spool.
 func cmdSpoolRepo() *Command {
-	add := cmdSpoolRepoAdd()
-	g := &Command{
+	return &Command{
 		Name:  "repo",
 		Short: "the package repository inside the spool",
 		Long: `Packages for the hosts, muster itself first, travel in the spool with
 their declarations, so an air-gapped site receives them with the same copy
 and an S3 spool needs no web server. Each host materializes the repository
 into its state directory and reads it with apt; see muster-upgrade(7).`,
-		Sub: []*Command{add},
+		Sub: []*Command{cmdSpoolRepoAdd()},
 	}
-	add.parent = g
-	return g
 }
 
 // repoAddJSONVersion is the version of muster spool repo add --json.
