@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -75,78 +74,6 @@ func (e *Env) Warn(ws []string) {
 // Changed reports whether the named flag was given.
 func (e *Env) Changed(name string) bool {
 	return e.flags != nil && e.flags.Changed(name)
-}
-
-// Command is one verb (or a group of verbs such as "enrol").
-type Command struct {
-	Name  string // "init"; for a subcommand, its own word ("issue")
-	Usage string // the usage line(s) without the leading "usage: "
-	Short string // one line for the command list
-	Long  string // what it does, what it reads and writes by default
-	// Examples are shell lines, each with an optional "# comment" line
-	// before it.
-	Examples string
-	// Global lists the shared settings the command takes: "spool",
-	// "mesh", "config", "state", "root".
-	Global []string
-	// HostConfig says the command takes its spool and state directory from
-	// the host config, so --spool and --state override the config and
-	// neither the environment nor a built-in default applies.
-	HostConfig bool
-	// Exits lists the exit statuses the command can return besides 0.
-	Exits []int
-	// Setup builds a fresh options struct for one invocation, adds its
-	// flags to fs, and returns the function that runs the command.
-	Setup func(fs *pflag.FlagSet) func(env *Env, args []string) error
-	// Sub holds the subcommands of a group; a group has no Setup.
-	Sub []*Command
-	// parent is set for subcommands.
-	parent *Command
-}
-
-// Path is the full command name, such as "enrol issue".
-func (c *Command) Path() string {
-	if c.parent != nil {
-		return c.parent.Path() + " " + c.Name
-	}
-	return c.Name
-}
-
-// commands is muster's command table, in the order help lists it. Help,
-// the man page tests and the shell completions all read it; a command
-// exists when it is listed here. It is built afresh for each invocation.
-func commands() []*Command {
-	cmds := []*Command{
-		cmdInit(),
-		cmdVersion(),
-		cmdHelp(),
-		cmdApply(),
-		cmdBrief(),
-		cmdDeclare(),
-		cmdEnrol(),
-		cmdReport(),
-		cmdSpool(),
-	}
-	var link func(c *Command)
-	link = func(c *Command) {
-		for _, s := range c.Sub {
-			s.parent = c
-			link(s)
-		}
-	}
-	for _, c := range cmds {
-		link(c)
-	}
-	return cmds
-}
-
-func findCommand(cmds []*Command, name string) *Command {
-	for _, c := range cmds {
-		if c.Name == name {
-			return c
-		}
-	}
-	return nil
 }
 
 // Main runs muster with args (without the program name) and returns the exit
@@ -313,15 +240,6 @@ func run(env *Env, args []string) error {
 	return runFn(env, fs.Args())
 }
 
-func newFlagSet(cmd *Command, g *Globals) *pflag.FlagSet {
-	fs := pflag.NewFlagSet("muster "+cmd.Path(), pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.SortFlags = false
-	addGlobalFlags(fs, g, cmd.Global, cmd.HostConfig)
-	fs.BoolP("help", "h", false, "show this help")
-	return fs
-}
-
 func usageError(msg, helpCmd string) error {
 	return fault.WithHint(fault.Usagef("%s", msg), "see: "+helpCmd)
 }
@@ -335,103 +253,4 @@ func needArgs(args []string, min, max int, what string) error {
 		return fault.Usagef("unexpected argument %q", args[max])
 	}
 	return nil
-}
-
-func printOverview(w io.Writer, cmds []*Command) {
-	fmt.Fprintf(w, "muster declares desired state once and lets every host apply it, verify it and report.\n\n")
-	fmt.Fprintf(w, "usage: muster [--spool SPOOL] [--mesh DIR] COMMAND [options] [args]\n\ncommands:\n")
-	var lines []string
-	for _, c := range cmds {
-		if len(c.Sub) > 0 {
-			if c.Setup != nil {
-				lines = append(lines, fmt.Sprintf("  %-16s %s", c.Name, c.Short))
-			}
-			for _, s := range c.Sub {
-				lines = append(lines, fmt.Sprintf("  %-16s %s", c.Name+" "+s.Name, s.Short))
-			}
-			continue
-		}
-		lines = append(lines, fmt.Sprintf("  %-16s %s", c.Name, c.Short))
-	}
-	fmt.Fprintln(w, strings.Join(lines, "\n"))
-	fmt.Fprintf(w, "\nRun 'muster help COMMAND' or 'muster COMMAND --help' for details, and see muster(1).\n")
-	fmt.Fprintf(w, "\nexit status:\n")
-	for _, e := range exitStatus {
-		fmt.Fprintf(w, "  %d  %s\n", e.Code, e.Meaning)
-	}
-}
-
-func printGroupUsage(w io.Writer, c *Command) {
-	fmt.Fprintf(w, "usage: muster %s COMMAND\n\n%s\n\ncommands:\n", c.Path(), strings.TrimSpace(c.Long))
-	for _, s := range c.Sub {
-		fmt.Fprintf(w, "  %-10s %s\n", s.Name, s.Short)
-	}
-}
-
-func printHelp(w io.Writer, c *Command) {
-	if len(c.Sub) > 0 && c.Setup == nil {
-		printGroupUsage(w, c)
-		fmt.Fprintf(w, "\nRun 'muster %s COMMAND --help' for details.\n", c.Path())
-		return
-	}
-	fmt.Fprintf(w, "usage: %s\n\n%s\n", strings.ReplaceAll(strings.TrimSpace(c.Usage), "\n", "\n       "), strings.TrimSpace(c.Long))
-	fs := newFlagSet(c, &Globals{Config: DefaultConfig, State: DefaultState})
-	c.Setup(fs)
-	if u := flagUsages(fs); u != "" {
-		fmt.Fprintf(w, "\noptions:\n%s", u)
-	}
-	if c.Examples != "" {
-		fmt.Fprintf(w, "\nexamples:\n")
-		for _, l := range strings.Split(strings.TrimSpace(c.Examples), "\n") {
-			fmt.Fprintf(w, "  %s\n", l)
-		}
-	}
-	fmt.Fprintf(w, "\nexit status:\n")
-	codes := append([]int{ExitOK}, c.Exits...)
-	sort.Ints(codes)
-	for _, e := range exitStatus {
-		for _, code := range codes {
-			if code == e.Code {
-				fmt.Fprintf(w, "  %d  %s\n", e.Code, e.Meaning)
-			}
-		}
-	}
-	page := "muster-" + strings.SplitN(c.Path(), " ", 2)[0]
-	fmt.Fprintf(w, "\nsee %s(1)\n", page)
-}
-
-// flagUsages lists a command's options, one per line, the way its man page
-// does: "--name VALUE  what it does (default ...)".
-func flagUsages(fs *pflag.FlagSet) string {
-	type row struct{ left, right string }
-	var rows []row
-	width := 0
-	fs.VisitAll(func(f *pflag.Flag) {
-		left := "  "
-		if f.Shorthand != "" {
-			left += "-" + f.Shorthand + ", "
-		} else {
-			left += "    "
-		}
-		left += "--" + f.Name
-		varname, usage := pflag.UnquoteUsage(f)
-		if f.Value.Type() != "bool" {
-			if varname == "" {
-				varname = "VALUE"
-			}
-			left += " " + strings.ToUpper(varname)
-		}
-		if d := f.DefValue; d != "" && d != "false" && d != "[]" && d != "0s" {
-			usage += " (default " + d + ")"
-		}
-		if len(left) > width {
-			width = len(left)
-		}
-		rows = append(rows, row{left, usage})
-	})
-	var b strings.Builder
-	for _, r := range rows {
-		fmt.Fprintf(&b, "%-*s  %s\n", width, r.left, r.right)
-	}
-	return b.String()
 }

@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"io"
+
+	"github.com/spf13/pflag"
+)
+
+// Command is one verb (or a group of verbs such as "enrol").
+type Command struct {
+	Name  string // "init"; for a subcommand, its own word ("issue")
+	Usage string // the usage line(s) without the leading "usage: "
+	Short string // one line for the command list
+	Long  string // what it does, what it reads and writes by default
+	// Examples are shell lines, each with an optional "# comment" line
+	// before it.
+	Examples string
+	// Global lists the shared settings the command takes: "spool",
+	// "mesh", "config", "state", "root".
+	Global []string
+	// HostConfig says the command takes its spool and state directory from
+	// the host config, so --spool and --state override the config and
+	// neither the environment nor a built-in default applies.
+	HostConfig bool
+	// Exits lists the exit statuses the command can return besides 0.
+	Exits []int
+	// Setup builds a fresh options struct for one invocation, adds its
+	// flags to fs, and returns the function that runs the command.
+	Setup func(fs *pflag.FlagSet) func(env *Env, args []string) error
+	// Sub holds the subcommands of a group; a group has no Setup.
+	Sub []*Command
+	// parent is set for subcommands.
+	parent *Command
+}
+
+// Path is the full command name, such as "enrol issue".
+func (c *Command) Path() string {
+	if c.parent != nil {
+		return c.parent.Path() + " " + c.Name
+	}
+	return c.Name
+}
+
+// commands is muster's command table, in the order help lists it. Help,
+// the man page tests and the shell completions all read it; a command
+// exists when it is listed here. It is built afresh for each invocation.
+func commands() []*Command {
+	cmds := []*Command{
+		cmdInit(),
+		cmdVersion(),
+		cmdHelp(),
+		cmdApply(),
+		cmdBrief(),
+		cmdDeclare(),
+		cmdEnrol(),
+		cmdReport(),
+		cmdSpool(),
+	}
+	var link func(c *Command)
+	link = func(c *Command) {
+		for _, s := range c.Sub {
+			s.parent = c
+			link(s)
+		}
+	}
+	for _, c := range cmds {
+		link(c)
+	}
+	return cmds
+}
+
+func findCommand(cmds []*Command, name string) *Command {
+	for _, c := range cmds {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func newFlagSet(cmd *Command, g *Globals) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("muster "+cmd.Path(), pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
+	addGlobalFlags(fs, g, cmd.Global, cmd.HostConfig)
+	fs.BoolP("help", "h", false, "show this help")
+	return fs
+}
