@@ -206,14 +206,14 @@ func run(env *Env, args []string) error {
 	for len(cmd.Sub) > 0 {
 		// A group may run itself ("muster brief") when no subcommand
 		// follows.
-		if cmd.Setup != nil && (len(args) == 0 || strings.HasPrefix(args[0], "-")) {
+		if cmd.runnable() && (len(args) == 0 || strings.HasPrefix(args[0], "-")) {
 			break
 		}
 		if len(args) == 0 {
 			printGroupUsage(env.Stdio.Err, cmd)
 			return fault.Usagef("muster %s needs a subcommand", cmd.Path())
 		}
-		if args[0] == "help" || (cmd.Setup == nil && (args[0] == "--help" || args[0] == "-h")) {
+		if args[0] == "help" || (!cmd.runnable() && (args[0] == "--help" || args[0] == "-h")) {
 			printHelp(env.Stdio.Out, cmd)
 			return nil
 		}
@@ -223,8 +223,7 @@ func run(env *Env, args []string) error {
 		}
 		cmd, args = sub, args[1:]
 	}
-	fs := newFlagSet(cmd, env.Global)
-	runFn := cmd.Setup(fs)
+	fs, runFn := cmd.flagSet(env.Global)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			printHelp(env.Stdio.Out, cmd)

@@ -3,8 +3,6 @@ package cli
 import (
 	"fmt"
 
-	"github.com/spf13/pflag"
-
 	"github.com/muster-tool/muster/internal/fault"
 	"github.com/muster-tool/muster/internal/mesh"
 )
@@ -28,23 +26,25 @@ mkdir -p /srv/muster/spool
 muster init --mesh ~/.config/muster/mesh --spool /srv/muster/spool`,
 		Global: []string{"mesh", "spool"},
 		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
-		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
-			return func(env *Env, args []string) error {
-				if err := needArgs(args, 0, 0, ""); err != nil {
-					return err
-				}
-				if env.Global.Spool == "" {
-					return fault.Usagef("no spool given: pass --spool SPOOL or set MUSTER_SPOOL")
-				}
-				m, err := mesh.Init(env.Ctx, env.Global.Mesh, env.Global.Spool, env.Now())
-				if err != nil {
-					return err
-				}
-				pub := m.Public()
-				fmt.Fprintf(env.Stdio.Out, "mesh created in %s\nspool: %s\nage public key: %s\nsigning public key: %s\nfingerprint: %s\n",
-					m.Dir, m.Spool, pub.Age, pub.Sign, pub.Fingerprint())
-				return nil
-			}
-		},
+		Run:    runInit,
 	}
+}
+
+// runInit creates the mesh key in --mesh and publishes its public keys in
+// the new spool --spool.
+func runInit(env *Env, args []string) error {
+	if err := needArgs(args, 0, 0, ""); err != nil {
+		return err
+	}
+	if env.Global.Spool == "" {
+		return fault.Usagef("no spool given: pass --spool SPOOL or set MUSTER_SPOOL")
+	}
+	m, err := mesh.Init(env.Ctx, env.Global.Mesh, env.Global.Spool, env.Now())
+	if err != nil {
+		return err
+	}
+	pub := m.Public()
+	fmt.Fprintf(env.Stdio.Out, "mesh created in %s\nspool: %s\nage public key: %s\nsigning public key: %s\nfingerprint: %s\n",
+		m.Dir, m.Spool, pub.Age, pub.Sign, pub.Fingerprint())
+	return nil
 }

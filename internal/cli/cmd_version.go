@@ -3,8 +3,6 @@ package cli
 import (
 	"fmt"
 	"runtime"
-
-	"github.com/spf13/pflag"
 )
 
 func cmdVersion() *Command {
@@ -15,14 +13,15 @@ func cmdVersion() *Command {
 		Long:     "Print the version of this muster binary, the Go version it was built with, and its platform.",
 		Examples: "muster version",
 		Exits:    []int{ExitUsage},
-		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
-			return func(env *Env, args []string) error {
-				if err := needArgs(args, 0, 0, ""); err != nil {
-					return err
-				}
-				fmt.Fprintf(env.Stdio.Out, "muster %s (%s, %s/%s)\n", Version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
-				return nil
-			}
-		},
+		Run:      runVersion,
 	}
+}
+
+// runVersion prints the version, the Go version and the platform.
+func runVersion(env *Env, args []string) error {
+	if err := needArgs(args, 0, 0, ""); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdio.Out, "muster %s (%s, %s/%s)\n", Version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return nil
 }

@@ -6,7 +6,10 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// Command is one verb (or a group of verbs such as "enrol").
+// Command is one verb (or a group of verbs such as "enrol"): what help
+// and the man pages say of it, the flags it takes and the function that
+// runs it. Each cmd_<verb>.go file builds its commands; commands lists
+// them.
 type Command struct {
 	Name  string // "init"; for a subcommand, its own word ("issue")
 	Usage string // the usage line(s) without the leading "usage: "
@@ -24,10 +27,18 @@ type Command struct {
 	HostConfig bool
 	// Exits lists the exit statuses the command can return besides 0.
 	Exits []int
+	// Flags adds the command's own flags to fs, bound to the fields of
+	// the options struct its constructor made for this invocation; nil
+	// when it has none.
+	Flags func(fs *pflag.FlagSet)
+	// Run runs the command on its positional arguments once the flags
+	// are parsed: a call of the command's named run function. A group
+	// without Run needs a subcommand.
+	Run func(env *Env, args []string) error
 	// Setup builds a fresh options struct for one invocation, adds its
 	// flags to fs, and returns the function that runs the command.
 	Setup func(fs *pflag.FlagSet) func(env *Env, args []string) error
-	// Sub holds the subcommands of a group; a group has no Setup.
+	// Sub holds the subcommands of a group.
 	Sub []*Command
 	// parent is set for subcommands.
 	parent *Command
@@ -78,11 +89,24 @@ func findCommand(cmds []*Command, name string) *Command {
 	return nil
 }
 
-func newFlagSet(cmd *Command, g *Globals) *pflag.FlagSet {
-	fs := pflag.NewFlagSet("muster "+cmd.Path(), pflag.ContinueOnError)
+// runnable reports whether the command runs itself; a group that does not
+// needs a subcommand.
+func (c *Command) runnable() bool { return c.Run != nil || c.Setup != nil }
+
+// flagSet is the command's flag set: the shared settings it takes, stored
+// in g, then --help and its own flags, in the order help lists them. It
+// returns the function that runs the command with them.
+func (c *Command) flagSet(g *Globals) (*pflag.FlagSet, func(*Env, []string) error) {
+	fs := pflag.NewFlagSet("muster "+c.Path(), pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
-	addGlobalFlags(fs, g, cmd.Global, cmd.HostConfig)
+	addGlobalFlags(fs, g, c.Global, c.HostConfig)
 	fs.BoolP("help", "h", false, "show this help")
-	return fs
+	if c.Setup != nil {
+		return fs, c.Setup(fs)
+	}
+	if c.Flags != nil {
+		c.Flags(fs)
+	}
+	return fs, c.Run
 }

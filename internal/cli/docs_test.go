@@ -18,7 +18,7 @@ func leaves() []*Command {
 	var walk func(cs []*Command)
 	walk = func(cs []*Command) {
 		for _, c := range cs {
-			if len(c.Sub) == 0 || c.Setup != nil {
+			if c.runnable() {
 				out = append(out, c)
 			}
 			walk(c.Sub)
@@ -37,14 +37,28 @@ func flagsOf(t *testing.T, c *Command) (names []string) {
 			t.Errorf("muster %s: defining flags: %v", c.Path(), r)
 		}
 	}()
-	fs := newFlagSet(c, &Globals{})
-	c.Setup(fs)
+	fs, _ := c.flagSet(&Globals{})
 	fs.VisitAll(func(f *pflag.Flag) {
 		if f.Name != "help" {
 			names = append(names, f.Name)
 		}
 	})
 	return names
+}
+
+// TestEveryCommandRunsOrHasSubcommands: a command in the table that
+// neither runs nor has subcommands would fail only when someone typed it.
+func TestEveryCommandRunsOrHasSubcommands(t *testing.T) {
+	var walk func(cs []*Command)
+	walk = func(cs []*Command) {
+		for _, c := range cs {
+			if !c.runnable() && len(c.Sub) == 0 {
+				t.Errorf("muster %s: neither runs nor has subcommands", c.Path())
+			}
+			walk(c.Sub)
+		}
+	}
+	walk(commands())
 }
 
 func TestEveryCommandIsDocumented(t *testing.T) {
@@ -57,10 +71,6 @@ func TestEveryCommandIsDocumented(t *testing.T) {
 		}
 		if strings.HasSuffix(c.Short, ".") || strings.ToLower(c.Short[:1]) != c.Short[:1] {
 			t.Errorf("muster %s: short help %q: lowercase, no trailing period", c.Path(), c.Short)
-		}
-		if c.Setup == nil {
-			t.Errorf("muster %s: no Setup", c.Path())
-			continue
 		}
 		flagsOf(t, c)
 	}

@@ -15,7 +15,7 @@ func printOverview(w io.Writer, cmds []*Command) {
 	var lines []string
 	for _, c := range cmds {
 		if len(c.Sub) > 0 {
-			if c.Setup != nil {
+			if c.runnable() {
 				lines = append(lines, fmt.Sprintf("  %-16s %s", c.Name, c.Short))
 			}
 			for _, s := range c.Sub {
@@ -41,14 +41,13 @@ func printGroupUsage(w io.Writer, c *Command) {
 }
 
 func printHelp(w io.Writer, c *Command) {
-	if len(c.Sub) > 0 && c.Setup == nil {
+	if !c.runnable() {
 		printGroupUsage(w, c)
 		fmt.Fprintf(w, "\nRun 'muster %s COMMAND --help' for details.\n", c.Path())
 		return
 	}
 	fmt.Fprintf(w, "usage: %s\n\n%s\n", strings.ReplaceAll(strings.TrimSpace(c.Usage), "\n", "\n       "), strings.TrimSpace(c.Long))
-	fs := newFlagSet(c, &Globals{Config: DefaultConfig, State: DefaultState})
-	c.Setup(fs)
+	fs, _ := c.flagSet(&Globals{Config: DefaultConfig, State: DefaultState})
 	if u := flagUsages(fs); u != "" {
 		fmt.Fprintf(w, "\noptions:\n%s", u)
 	}
