@@ -43,6 +43,14 @@ type Globals struct {
 	Root   string // --root
 }
 
+// RootDir is the directory the host's files are under: --root, or /.
+func (g *Globals) RootDir() string {
+	if g.Root == "" {
+		return "/"
+	}
+	return g.Root
+}
+
 // Default host-side paths.
 const (
 	DefaultConfig = "/etc/muster/muster.toml"

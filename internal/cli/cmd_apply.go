@@ -19,7 +19,21 @@ import (
 	"github.com/muster-tool/muster/spool"
 )
 
+// applyOptions are the flags of muster apply.
+type applyOptions struct {
+	DryRun    bool
+	Timeout   time.Duration
+	SelfCheck bool
+}
+
+func (o *applyOptions) addFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.DryRun, "dry-run", false, "show what would change; change nothing and write no report")
+	fs.DurationVar(&o.Timeout, "timeout", 30*time.Minute, "give up after this long")
+	fs.BoolVar(&o.SelfCheck, "self-check", false, "check that this muster can work here and change nothing (run by the muster that installed it)")
+}
+
 func cmdApply() *Command {
+	var o applyOptions
 	return &Command{
 		Name:  "apply",
 		Usage: "muster apply [--dry-run] [--timeout DURATION] [--config FILE] [--state DIR] [--spool SPOOL] [--root DIR]\nmuster apply --self-check",
@@ -63,84 +77,88 @@ muster apply --root /srv/images/web --config /srv/images/web.toml`,
 		Global:     []string{"spool", "config", "state", "root"},
 		HostConfig: true,
 		Exits:      []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary, ExitRestart},
-		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
-			dryRun := fs.Bool("dry-run", false, "show what would change; change nothing and write no report")
-			timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long")
-			selfCheck := fs.Bool("self-check", false, "check that this muster can work here and change nothing (run by the muster that installed it)")
-			return func(env *Env, args []string) error {
-				if err := needArgs(args, 0, 0, ""); err != nil {
-					return err
-				}
-				cfg, id, err := openHost(env)
-				if err != nil {
-					return err
-				}
-				if *selfCheck {
-					ctx, cancel := context.WithTimeout(env.Ctx, *timeout)
-					defer cancel()
-					c, err := upgrade.SelfCheck(ctx, cfg, id)
-					if err != nil {
-						return err
-					}
-					fmt.Fprintf(env.Stdio.Out, "self-check passed: muster %s; generation %d (%d resources); repository index %d\n", Version(), c.Generation, c.Resources, c.RepositoryIndex)
-					return nil
-				}
-				root := env.Global.Root
-				if root == "" {
-					root = "/"
-				}
-				if root != "/" && !*dryRun {
-					// A directory tree standing for a host gets the
-					// package database skeleton it needs.
-					if err := debian.PrepareRoot(root); err != nil {
-						return err
-					}
-				}
-				sp, err := spool.Open(cfg.Spool)
-				if err != nil {
-					return err
-				}
-				ctx, cancel := context.WithTimeout(env.Ctx, *timeout)
-				defer cancel()
-				res, err := apply.Run(ctx, apply.Options{
-					Config: cfg, Identity: id, Spool: sp, Root: root, DryRun: *dryRun, Version: Version(), Now: env.Now,
-					Packages:   debian.New(root, debian.Options{Config: cfg.Apt.Options, Update: cfg.Apt.Update}),
-					Services:   systemd.New(root),
-					ConfigPath: env.Global.Config,
-					TuneGC:     true,
-				})
-				if res != nil {
-					for _, w := range res.Warnings {
-						env.Warnf("%s", w)
-					}
-					if err != nil && res.Report != nil {
-						// The work was done: say what changed, even
-						// though the report could not be kept.
-						printLines(env.Stdio.Out, res.Report.Lines)
-					}
-				}
-				if err != nil {
-					if stopped := interrupted(ctx, *timeout); stopped != "" {
-						return fault.Temporaryf("%s: %v", stopped, err)
-					}
-					return err
-				}
-				if res.Flushed > 0 {
-					fmt.Fprintf(env.Stdio.Err, "muster: sent %d earlier report(s) from the outbox\n", res.Flushed)
-				}
-				if res.Nothing {
-					return printNothing(ctx, env, sp, cfg.State, id, res.Newest)
-				}
-				err = printApply(env, res, *dryRun)
-				if stopped := interrupted(ctx, *timeout); stopped != "" && res.Failed > 0 {
-					// What was not done is reported as failed; the
-					// next run does it.
-					return fault.Temporaryf("%s; what it did not do is reported as failed", stopped)
-				}
-				return err
-			}
-		},
+		Flags:      o.addFlags,
+		Run:        func(env *Env, args []string) error { return runApply(env, o, args) },
 	}
+}
+
+// runApply reconciles this host with its newest declaration, reads every
+// resource back and reports, or with --self-check only checks that it
+// could.
+func runApply(env *Env, o applyOptions, args []string) error {
+	if err := needArgs(args, 0, 0, ""); err != nil {
+		return err
+	}
+	cfg, id, err := openHost(env)
+	if err != nil {
+		return err
+	}
+	if o.SelfCheck {
+		return runSelfCheck(env, o, cfg, id)
+	}
+	root := env.Global.RootDir()
+	if root != "/" && !o.DryRun {
+		// A directory tree standing for a host gets the package
+		// database skeleton it needs.
+		if err := debian.PrepareRoot(root); err != nil {
+			return err
+		}
+	}
+	sp, err := spool.Open(cfg.Spool)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(env.Ctx, o.Timeout)
+	defer cancel()
+	res, err := apply.Run(ctx, apply.Options{
+		Config: cfg, Identity: id, Spool: sp, Root: root, DryRun: o.DryRun, Version: Version(), Now: env.Now,
+		Packages:   debian.New(root, debian.Options{Config: cfg.Apt.Options, Update: cfg.Apt.Update}),
+		Services:   systemd.New(root),
+		ConfigPath: env.Global.Config,
+		TuneGC:     true,
+	})
+	if res != nil {
+		for _, w := range res.Warnings {
+			env.Warnf("%s", w)
+		}
+		if err != nil && res.Report != nil {
+			// The work was done: say what changed, even though the
+			// report could not be kept.
+			printLines(env.Stdio.Out, res.Report.Lines)
+		}
+	}
+	if err != nil {
+		if stopped := interrupted(ctx, o.Timeout); stopped != "" {
+			return fault.Temporaryf("%s: %v", stopped, err)
+		}
+		return err
+	}
+	if res.Flushed > 0 {
+		fmt.Fprintf(env.Stdio.Err, "muster: sent %d earlier report(s) from the outbox\n", res.Flushed)
+	}
+	if res.Nothing {
+		return printNothing(ctx, env, sp, cfg.State, id, res.Newest)
+	}
+	err = printApply(env, res, o.DryRun)
+	if stopped := interrupted(ctx, o.Timeout); stopped != "" && res.Failed > 0 {
+		// What was not done is reported as failed; the next run does
+		// it.
+		return fault.Temporaryf("%s; what it did not do is reported as failed", stopped)
+	}
+	return err
+}
+
+// runSelfCheck is apply --self-check: the new muster, run by the one that
+// installed it, loads what apply would and changes nothing.
+func runSelfCheck(env *Env, o applyOptions, cfg *host.Config, id *host.Identity) error {
+	ctx, cancel := context.WithTimeout(env.Ctx, o.Timeout)
+	defer cancel()
+	c, err := upgrade.SelfCheck(ctx, cfg, id)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdio.Out, "self-check passed: muster %s; generation %d (%d resources); repository index %d\n", Version(), c.Generation, c.Resources, c.RepositoryIndex)
+	return nil
 }
 
 // printNothing says why nothing is declared for this node: it may still
