@@ -15,7 +15,21 @@ import (
 	"github.com/muster-tool/muster/spool"
 )
 
+// briefOptions are the flags of muster brief, run on a host.
+type briefOptions struct {
+	JSON bool
+	TOML bool
+	Send bool
+}
+
+func (o *briefOptions) addFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.JSON, "json", false, "print the briefing as JSON")
+	fs.BoolVar(&o.TOML, "toml", false, "print the briefing as TOML")
+	fs.BoolVar(&o.Send, "send", false, "write the briefing to the spool")
+}
+
 func cmdBrief() *Command {
+	var o briefOptions
 	return &Command{
 		Name:  "brief",
 		Usage: "muster brief [--json | --toml] [--send]\nmuster brief show NAME [--json]\nmuster brief list [--table | --json]",
@@ -41,57 +55,51 @@ muster brief list --table`,
 		Global:     []string{"spool", "config", "state", "root"},
 		HostConfig: true,
 		Exits:      []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
-		Setup:      setupBriefHost,
+		Flags:      o.addFlags,
+		Run:        func(env *Env, args []string) error { return runBrief(env, o, args) },
 		Sub:        []*Command{cmdBriefShow(), cmdBriefList()},
 	}
 }
 
-func setupBriefHost(fs *pflag.FlagSet) func(*Env, []string) error {
-	asJSON := fs.Bool("json", false, "print the briefing as JSON")
-	asTOML := fs.Bool("toml", false, "print the briefing as TOML")
-	send := fs.Bool("send", false, "write the briefing to the spool")
-	return func(env *Env, args []string) error {
-		if err := needArgs(args, 0, 0, ""); err != nil {
-			return err
-		}
-		if *asJSON && *asTOML {
-			return fault.Usagef("--json and --toml exclude each other")
-		}
-		cfg, id, err := openHost(env)
-		if err != nil {
-			return err
-		}
-		sp, err := spool.Open(cfg.Spool)
-		if err != nil {
-			return err
-		}
-		root := env.Global.Root
-		if root == "" {
-			root = "/"
-		}
-		th := cfg.Brief.WithDefaults()
-		benv := brief.Env{Node: cfg.Node, Root: root, State: cfg.State, Spool: sp,
-			MinFreeStateMB: th.MinFreeStateMB, MinFreeRootMB: th.MinFreeRootMB, Version: Version(), Now: env.Now()}
-		if pub, err := mesh.FetchPublished(env.Ctx, sp, id.Mesh); err == nil {
-			benv.MeshCreated = pub.Created
-		}
-		var b *brief.Briefing
-		if *send {
-			b, err = enrol.SendBriefing(env.Ctx, sp, id, benv)
-			if err != nil {
-				return err
-			}
-		} else {
-			b = brief.Run(env.Ctx, benv)
-		}
-		if err := printBriefing(env.Stdio.Out, b, *asJSON, *asTOML); err != nil {
-			return err
-		}
-		if *send {
-			fmt.Fprintf(env.Stdio.Err, "muster: briefing sent to %s\n", sp)
-		}
-		return nil
+// runBrief runs this host's briefing checks and prints the briefing, and
+// with --send writes it to the spool.
+func runBrief(env *Env, o briefOptions, args []string) error {
+	if err := needArgs(args, 0, 0, ""); err != nil {
+		return err
 	}
+	if o.JSON && o.TOML {
+		return fault.Usagef("--json and --toml exclude each other")
+	}
+	cfg, id, err := openHost(env)
+	if err != nil {
+		return err
+	}
+	sp, err := spool.Open(cfg.Spool)
+	if err != nil {
+		return err
+	}
+	th := cfg.Brief.WithDefaults()
+	benv := brief.Env{Node: cfg.Node, Root: env.Global.RootDir(), State: cfg.State, Spool: sp,
+		MinFreeStateMB: th.MinFreeStateMB, MinFreeRootMB: th.MinFreeRootMB, Version: Version(), Now: env.Now()}
+	if pub, err := mesh.FetchPublished(env.Ctx, sp, id.Mesh); err == nil {
+		benv.MeshCreated = pub.Created
+	}
+	var b *brief.Briefing
+	if o.Send {
+		b, err = enrol.SendBriefing(env.Ctx, sp, id, benv)
+		if err != nil {
+			return err
+		}
+	} else {
+		b = brief.Run(env.Ctx, benv)
+	}
+	if err := printBriefing(env.Stdio.Out, b, o.JSON, o.TOML); err != nil {
+		return err
+	}
+	if o.Send {
+		fmt.Fprintf(env.Stdio.Err, "muster: briefing sent to %s\n", sp)
+	}
+	return nil
 }
 
 // briefingJSON is a briefing with its computed outcome, for output only.
@@ -132,7 +140,17 @@ func eligibility(b *brief.Briefing) (string, []outcome.Line) {
 	return "ineligible", outcome.FailedLines(b.Lines)
 }
 
+// briefShowOptions are the flags of muster brief show.
+type briefShowOptions struct {
+	JSON bool
+}
+
+func (o *briefShowOptions) addFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.JSON, "json", false, "print the briefing as JSON")
+}
+
 func cmdBriefShow() *Command {
+	var o briefShowOptions
 	return &Command{
 		Name:     "show",
 		Usage:    "muster brief show NAME [--json]",
@@ -141,31 +159,44 @@ func cmdBriefShow() *Command {
 		Examples: "muster brief show web-1",
 		Global:   []string{"mesh", "spool"},
 		Exits:    []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
-		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
-			asJSON := fs.Bool("json", false, "print the briefing as JSON")
-			return func(env *Env, args []string) error {
-				if err := needArgs(args, 1, 1, "node NAME"); err != nil {
-					return err
-				}
-				_, reg, briefs, err := openFleet(env)
-				if err != nil {
-					return err
-				}
-				id := reg.Enrolled(args[0])
-				if id == nil {
-					return fault.WithHint(fmt.Errorf("node %s is not enrolled", args[0]), "see: muster enrol list")
-				}
-				b := briefs[id.NodeID]
-				if b == nil {
-					return fmt.Errorf("node %s has sent no briefing yet", args[0])
-				}
-				return printBriefing(env.Stdio.Out, b, *asJSON, false)
-			}
-		},
+		Flags:    o.addFlags,
+		Run:      func(env *Env, args []string) error { return runBriefShow(env, o, args) },
 	}
 }
 
+// runBriefShow prints the newest briefing of one node.
+func runBriefShow(env *Env, o briefShowOptions, args []string) error {
+	if err := needArgs(args, 1, 1, "node NAME"); err != nil {
+		return err
+	}
+	_, reg, briefs, err := openFleet(env)
+	if err != nil {
+		return err
+	}
+	id := reg.Enrolled(args[0])
+	if id == nil {
+		return fault.WithHint(fmt.Errorf("node %s is not enrolled", args[0]), "see: muster enrol list")
+	}
+	b := briefs[id.NodeID]
+	if b == nil {
+		return fmt.Errorf("node %s has sent no briefing yet", args[0])
+	}
+	return printBriefing(env.Stdio.Out, b, o.JSON, false)
+}
+
+// briefListOptions are the flags of muster brief list.
+type briefListOptions struct {
+	Table bool
+	JSON  bool
+}
+
+func (o *briefListOptions) addFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.Table, "table", false, "a table for people")
+	fs.BoolVar(&o.JSON, "json", false, "versioned JSON for machines")
+}
+
 func cmdBriefList() *Command {
+	var o briefListOptions
 	return &Command{
 		Name:     "list",
 		Usage:    "muster brief list [--table | --json]",
@@ -174,59 +205,66 @@ func cmdBriefList() *Command {
 		Examples: "muster brief list --table",
 		Global:   []string{"mesh", "spool"},
 		Exits:    []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
-		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
-			table := fs.Bool("table", false, "a table for people")
-			asJSON := fs.Bool("json", false, "versioned JSON for machines")
-			return func(env *Env, args []string) error {
-				if err := needArgs(args, 0, 0, ""); err != nil {
-					return err
-				}
-				_, reg, briefs, err := openFleet(env)
-				if err != nil {
-					return err
-				}
-				type row struct {
-					Name        string         `json:"name"`
-					NodeID      string         `json:"node_id"`
-					Time        string         `json:"time,omitempty"`
-					Outcome     string         `json:"outcome"`
-					FailedLines []outcome.Line `json:"failed_lines,omitempty"`
-				}
-				var rows []row
-				for _, id := range reg.Active() {
-					b := briefs[id.NodeID]
-					r := row{Name: id.Name, NodeID: id.NodeID}
-					r.Outcome, r.FailedLines = eligibility(b)
-					if b != nil {
-						r.Time = b.Time.UTC().Format("2006-01-02T15:04:05Z")
-					}
-					rows = append(rows, r)
-				}
-				switch {
-				case *asJSON:
-					if rows == nil {
-						rows = []row{}
-					}
-					return writeJSON(env.Stdio.Out, map[string]any{"version": 1, "briefings": rows})
-				case *table:
-					var t [][]string
-					for _, r := range rows {
-						out := r.Outcome
-						for _, l := range r.FailedLines {
-							out += "\n" + l.ID + ": " + l.Detail
-						}
-						t = append(t, []string{r.Name, shortID(r.NodeID), r.Time, out})
-					}
-					return renderTable(env.Stdio.Out, []string{"NODE", "IDENTITY", "BRIEFED", "OUTCOME"}, t)
-				}
-				for _, r := range rows {
-					fmt.Fprintf(env.Stdio.Out, "%s %s\n", r.Name, r.Outcome)
-					for _, l := range r.FailedLines {
-						fmt.Fprintf(env.Stdio.Out, "  failed %s: %s\n", l.ID, l.Detail)
-					}
-				}
-				return nil
-			}
-		},
+		Flags:    o.addFlags,
+		Run:      func(env *Env, args []string) error { return runBriefList(env, o, args) },
 	}
+}
+
+// runBriefList lists every enrolled node with the outcome of its newest
+// briefing.
+func runBriefList(env *Env, o briefListOptions, args []string) error {
+	if err := needArgs(args, 0, 0, ""); err != nil {
+		return err
+	}
+	_, reg, briefs, err := openFleet(env)
+	if err != nil {
+		return err
+	}
+	var rows []briefListRow
+	for _, id := range reg.Active() {
+		b := briefs[id.NodeID]
+		r := briefListRow{Name: id.Name, NodeID: id.NodeID}
+		r.Outcome, r.FailedLines = eligibility(b)
+		if b != nil {
+			r.Time = b.Time.UTC().Format("2006-01-02T15:04:05Z")
+		}
+		rows = append(rows, r)
+	}
+	return printBriefList(env.Stdio.Out, rows, o.Table, o.JSON)
+}
+
+// briefListRow is one node in brief list, and in its --json.
+type briefListRow struct {
+	Name        string         `json:"name"`
+	NodeID      string         `json:"node_id"`
+	Time        string         `json:"time,omitempty"`
+	Outcome     string         `json:"outcome"`
+	FailedLines []outcome.Line `json:"failed_lines,omitempty"`
+}
+
+func printBriefList(w io.Writer, rows []briefListRow, table, asJSON bool) error {
+	switch {
+	case asJSON:
+		if rows == nil {
+			rows = []briefListRow{}
+		}
+		return writeJSON(w, map[string]any{"version": 1, "briefings": rows})
+	case table:
+		var t [][]string
+		for _, r := range rows {
+			out := r.Outcome
+			for _, l := range r.FailedLines {
+				out += "\n" + l.ID + ": " + l.Detail
+			}
+			t = append(t, []string{r.Name, shortID(r.NodeID), r.Time, out})
+		}
+		return renderTable(w, []string{"NODE", "IDENTITY", "BRIEFED", "OUTCOME"}, t)
+	}
+	for _, r := range rows {
+		fmt.Fprintf(w, "%s %s\n", r.Name, r.Outcome)
+		for _, l := range r.FailedLines {
+			fmt.Fprintf(w, "  failed %s: %s\n", l.ID, l.Detail)
+		}
+	}
+	return nil
 }
