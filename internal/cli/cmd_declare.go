@@ -18,7 +18,23 @@ import (
 	"github.com/muster-tool/muster/internal/report"
 )
 
+// declareOptions are the flags of muster declare.
+type declareOptions struct {
+	Check    bool
+	DryRun   bool
+	JSON     bool
+	ValidFor string
+}
+
+func (o *declareOptions) addFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.Check, "check", false, "validate only; needs no mesh and writes nothing")
+	fs.BoolVar(&o.DryRun, "dry-run", false, "show per node what would change against the previous generation; write nothing")
+	fs.BoolVar(&o.JSON, "json", false, "print the result as versioned JSON")
+	fs.StringVar(&o.ValidFor, "valid-for", "", "sign an expiry into the commit: hosts report the generation expired this long after it is declared (such as 36h or 7d)")
+}
+
 func cmdDeclare() *Command {
+	var o declareOptions
 	return &Command{
 		Name:  "declare",
 		Usage: "muster declare [--check | --dry-run] [--valid-for DURATION] [--json] FILE... | -",
@@ -72,91 +88,91 @@ muster declare --valid-for 7d site.toml
 generate-config | muster declare --json -`,
 		Global: []string{"mesh", "spool"},
 		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
-		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
-			check := fs.Bool("check", false, "validate only; needs no mesh and writes nothing")
-			dryRun := fs.Bool("dry-run", false, "show per node what would change against the previous generation; write nothing")
-			asJSON := fs.Bool("json", false, "print the result as versioned JSON")
-			validFor := fs.String("valid-for", "", "sign an expiry into the commit: hosts report the generation expired this long after it is declared (such as 36h or 7d)")
-			return func(env *Env, args []string) error {
-				if len(args) == 0 {
-					return fault.Usagef("no declaration file given (use - for standard input)")
-				}
-				if *check && *dryRun {
-					return fault.Usagef("--check and --dry-run exclude each other")
-				}
-				var valid time.Duration
-				if *validFor != "" {
-					d, err := parseDays(*validFor)
-					if err != nil || d <= 0 {
-						return fault.Usagef("--valid-for %q: want a positive duration such as 36h or 7d", *validFor)
-					}
-					valid = d
-				}
-				srcs, err := declaration.Load(args, env.Stdio.In)
-				if err != nil {
-					return err
-				}
-				decl, problems, err := declaration.ParseContext(env.Ctx, srcs)
-				if err != nil {
-					return err
-				}
-				if err := reportProblems(env, problems); err != nil {
-					return err
-				}
-				if *check {
-					if *asJSON {
-						return writeJSON(env.Stdio.Out, map[string]any{"version": 1, "valid": true, "files": args})
-					}
-					fmt.Fprintf(env.Stdio.Out, "declaration valid: %s\n", strings.Join(args, " "))
-					return nil
-				}
-				m, err := openMesh(env)
-				if err != nil {
-					return err
-				}
-				// A dry run writes nothing: it shows the hosts waiting to
-				// join as the real declare would admit them, and leaves
-				// their requests pending.
-				var reg *enrol.Registry
-				if *dryRun {
-					reg, err = previewAdmit(env, m)
-				} else {
-					reg, err = admitPending(env, m)
-				}
-				if err != nil {
-					return err
-				}
-				briefs, err := newestBriefings(env, m, reg)
-				if err != nil {
-					return err
-				}
-				res, err := declare.Declare(env.Ctx, m, reg, briefs, decl, declare.Options{
-					DryRun: *dryRun, Now: env.Now(), Recovery: recoveryCopies(env, m, reg), ValidFor: valid,
-				})
-				var pe *declare.ProblemsError
-				if errors.As(err, &pe) {
-					return reportProblems(env, pe.Problems)
-				}
-				if err != nil {
-					return err
-				}
-				for _, w := range res.Warnings {
-					env.Warnf("%s", w)
-				}
-				for _, u := range res.Unsealable {
-					env.Warnf("%s gets nothing new: its bundle cannot be sealed; give it a new key pair: muster enrol issue %s --reenrol, then join the host again with that token and --force", u.Name, u.Name)
-				}
-				if *asJSON {
-					return writeJSON(env.Stdio.Out, struct {
-						Version int `json:"version"`
-						*declare.Result
-					}{declareJSONVersion, res})
-				}
-				printDeclare(env.Stdio.Out, res)
-				return nil
-			}
-		},
+		Flags:  o.addFlags,
+		Run:    func(env *Env, args []string) error { return runDeclare(env, o, args) },
 	}
+}
+
+// runDeclare validates the declaration files and commits them as the next
+// generation, or with --check only validates them.
+func runDeclare(env *Env, o declareOptions, args []string) error {
+	if len(args) == 0 {
+		return fault.Usagef("no declaration file given (use - for standard input)")
+	}
+	if o.Check && o.DryRun {
+		return fault.Usagef("--check and --dry-run exclude each other")
+	}
+	var valid time.Duration
+	if o.ValidFor != "" {
+		d, err := parseDays(o.ValidFor)
+		if err != nil || d <= 0 {
+			return fault.Usagef("--valid-for %q: want a positive duration such as 36h or 7d", o.ValidFor)
+		}
+		valid = d
+	}
+	decl, err := parseDeclaration(env, args)
+	if err != nil {
+		return err
+	}
+	if o.Check {
+		if o.JSON {
+			return writeJSON(env.Stdio.Out, map[string]any{"version": 1, "valid": true, "files": args})
+		}
+		fmt.Fprintf(env.Stdio.Out, "declaration valid: %s\n", strings.Join(args, " "))
+		return nil
+	}
+	admit := admitPending
+	if o.DryRun {
+		// A dry run writes nothing: it shows the hosts waiting to join
+		// as the real declare would admit them, and leaves their
+		// requests pending.
+		admit = previewAdmit
+	}
+	m, reg, briefs, err := openFleetWith(env, admit)
+	if err != nil {
+		return err
+	}
+	res, err := declare.Declare(env.Ctx, m, reg, briefs, decl, declare.Options{
+		DryRun: o.DryRun, Now: env.Now(), Recovery: recoveryCopies(env, m, reg), ValidFor: valid,
+	})
+	var pe *declare.ProblemsError
+	if errors.As(err, &pe) {
+		return reportProblems(env, pe.Problems)
+	}
+	if err != nil {
+		return err
+	}
+	for _, w := range res.Warnings {
+		env.Warnf("%s", w)
+	}
+	for _, u := range res.Unsealable {
+		env.Warnf("%s gets nothing new: its bundle cannot be sealed; give it a new key pair: muster enrol issue %s --reenrol, then join the host again with that token and --force", u.Name, u.Name)
+	}
+	if o.JSON {
+		return writeJSON(env.Stdio.Out, struct {
+			Version int `json:"version"`
+			*declare.Result
+		}{declareJSONVersion, res})
+	}
+	printDeclare(env.Stdio.Out, res)
+	return nil
+}
+
+// parseDeclaration reads and parses the declaration files (- is standard
+// input) and reports their problems; an error stops the command.
+func parseDeclaration(env *Env, args []string) (*declaration.Declaration, error) {
+	srcs, err := declaration.Load(args, env.Stdio.In)
+	if err != nil {
+		return nil, err
+	}
+	decl, problems, err := declaration.ParseContext(env.Ctx, srcs)
+	if err != nil {
+		return nil, err
+	}
+	if err := reportProblems(env, problems); err != nil {
+		return nil, err
+	}
+	return decl, nil
 }
 
 // declareJSONVersion is the version of declare --json's output, documented

@@ -195,7 +195,17 @@ func openAdmitted(env *Env) (*mesh.Mesh, *enrol.Registry, error) {
 // openFleet is what most mesh commands start with: the mesh, its registry
 // with pending join requests admitted, and every node's newest briefing.
 func openFleet(env *Env) (*mesh.Mesh, *enrol.Registry, map[string]*brief.Briefing, error) {
-	m, reg, err := openAdmitted(env)
+	return openFleetWith(env, admitPending)
+}
+
+// openFleetWith is openFleet with admit deciding the pending join
+// requests: admitPending, or previewAdmit for a run that writes nothing.
+func openFleetWith(env *Env, admit func(*Env, *mesh.Mesh) (*enrol.Registry, error)) (*mesh.Mesh, *enrol.Registry, map[string]*brief.Briefing, error) {
+	m, err := openMesh(env)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	reg, err := admit(env, m)
 	if err != nil {
 		return nil, nil, nil, err
 	}
