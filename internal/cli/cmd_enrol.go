@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/muster-tool/muster/internal/brief"
 	"github.com/muster-tool/muster/internal/enrol"
 	"github.com/muster-tool/muster/internal/fault"
 	"github.com/muster-tool/muster/internal/outcome"
@@ -26,7 +27,21 @@ func cmdEnrol() *Command {
 
 func sortStrings(s []string) { sort.Strings(s) }
 
+// enrolIssueOptions are the flags of muster enrol issue.
+type enrolIssueOptions struct {
+	Reenrol bool
+	Expires time.Duration
+	Labels  []string
+}
+
+func (o *enrolIssueOptions) addFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.Reenrol, "reenrol", false, "re-enrol a node that is already enrolled (revokes its identity on admission)")
+	fs.DurationVar(&o.Expires, "expires", enrol.DefaultExpiry, "how long the token stays valid")
+	fs.StringArrayVar(&o.Labels, "label", nil, "a label `KEY=VALUE` for the node (repeatable)")
+}
+
 func cmdEnrolIssue() *Command {
+	var o enrolIssueOptions
 	return &Command{
 		Name:  "issue",
 		Usage: "muster enrol issue NAME [--reenrol] [--expires DURATION] [--label KEY=VALUE]...",
@@ -52,43 +67,54 @@ muster enrol issue web-1 --expires 24h --label role=web > web-1.token
 muster enrol issue web-1 --reenrol`,
 		Global: []string{"mesh", "spool"},
 		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
-		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
-			reenrol := fs.Bool("reenrol", false, "re-enrol a node that is already enrolled (revokes its identity on admission)")
-			expires := fs.Duration("expires", enrol.DefaultExpiry, "how long the token stays valid")
-			labels := fs.StringArray("label", nil, "a label `KEY=VALUE` for the node (repeatable)")
-			return func(env *Env, args []string) error {
-				if err := needArgs(args, 1, 1, "node NAME"); err != nil {
-					return err
-				}
-				lm := map[string]string{}
-				for _, l := range *labels {
-					k, v, ok := strings.Cut(l, "=")
-					if !ok {
-						return fault.Usagef("--label %q: want KEY=VALUE", l)
-					}
-					lm[k] = v
-				}
-				m, reg, err := openAdmitted(env)
-				if err != nil {
-					return err
-				}
-				tok, err := enrol.Issue(env.Ctx, m, reg, enrol.IssueOptions{Name: args[0], Reenrol: *reenrol, Expires: *expires, Labels: lm, Now: env.Now()})
-				if err != nil {
-					return err
-				}
-				fmt.Fprintln(env.Stdio.Out, tok.String())
-				kind := "token"
-				if *reenrol {
-					kind = "re-enrolment token"
-				}
-				fmt.Fprintf(env.Stdio.Err, "muster: %s for %s issued (id %s); valid until %s; it is shown only this once\n", kind, args[0], tok.ID(), tok.Expires.Format(time.RFC3339))
-				return nil
-			}
-		},
+		Flags:  o.addFlags,
+		Run:    func(env *Env, args []string) error { return runEnrolIssue(env, o, args) },
 	}
 }
 
+// runEnrolIssue prints a one-time enrolment token for a node name.
+func runEnrolIssue(env *Env, o enrolIssueOptions, args []string) error {
+	if err := needArgs(args, 1, 1, "node NAME"); err != nil {
+		return err
+	}
+	lm := map[string]string{}
+	for _, l := range o.Labels {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok {
+			return fault.Usagef("--label %q: want KEY=VALUE", l)
+		}
+		lm[k] = v
+	}
+	m, reg, err := openAdmitted(env)
+	if err != nil {
+		return err
+	}
+	tok, err := enrol.Issue(env.Ctx, m, reg, enrol.IssueOptions{Name: args[0], Reenrol: o.Reenrol, Expires: o.Expires, Labels: lm, Now: env.Now()})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(env.Stdio.Out, tok.String())
+	kind := "token"
+	if o.Reenrol {
+		kind = "re-enrolment token"
+	}
+	fmt.Fprintf(env.Stdio.Err, "muster: %s for %s issued (id %s); valid until %s; it is shown only this once\n", kind, args[0], tok.ID(), tok.Expires.Format(time.RFC3339))
+	return nil
+}
+
+// enrolCancelOptions are the flags of muster enrol cancel.
+type enrolCancelOptions struct {
+	Token  string
+	Reason string
+}
+
+func (o *enrolCancelOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Token, "token", "", "cancel only the token whose id is or starts with `ID`")
+	fs.StringVar(&o.Reason, "reason", "", "why, as `TEXT` kept with the cancellation and given to the hosts it refuses")
+}
+
 func cmdEnrolCancel() *Command {
+	var o enrolCancelOptions
 	return &Command{
 		Name:  "cancel",
 		Usage: "muster enrol cancel NAME [--token ID] [--reason TEXT]",
@@ -116,42 +142,42 @@ muster enrol cancel web-1 --reason 'token lost in transit'
 muster enrol cancel web-1 --token 3f9c1d0e6b2a48d7a1c5e0f4b7d9a2c6`,
 		Global: []string{"mesh", "spool"},
 		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
-		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
-			tokenID := fs.String("token", "", "cancel only the token whose id is or starts with `ID`")
-			reason := fs.String("reason", "", "why, as `TEXT` kept with the cancellation and given to the hosts it refuses")
-			return func(env *Env, args []string) error {
-				if err := needArgs(args, 1, 1, "node NAME"); err != nil {
-					return err
-				}
-				m, err := openMesh(env)
-				if err != nil {
-					return err
-				}
-				res, err := enrol.Cancel(env.Ctx, m, enrol.CancelOptions{Name: args[0], TokenID: *tokenID, Reason: *reason, Now: env.Now()})
-				if err != nil {
-					return err
-				}
-				for _, is := range res.Cancelled {
-					fmt.Fprintf(env.Stdio.Out, "cancelled token %s for %s (issued %s, valid until %s)\n",
-						is.TokenID, is.Name, is.IssuedAt.Format(time.RFC3339), is.Expires.Format(time.RFC3339))
-				}
-				used := false
-				for _, s := range res.Spent {
-					if s.Admitted != nil {
-						used = true
-						fmt.Fprintf(env.Stdio.Err, "muster: error: token %s for %s cannot be cancelled: %s\nmuster: hint: to refuse that host from now on: muster enrol revoke %s\n",
-							s.Token.TokenID, s.Token.Name, s.Reason, s.Token.Name)
-						continue
-					}
-					env.Warnf("token %s for %s left as it is: %s", s.Token.TokenID, s.Token.Name, s.Reason)
-				}
-				if used {
-					return quietly(fault.Refused)
-				}
-				return nil
-			}
-		},
+		Flags:  o.addFlags,
+		Run:    func(env *Env, args []string) error { return runEnrolCancel(env, o, args) },
 	}
+}
+
+// runEnrolCancel cancels the tokens for a node name that no host has used yet.
+func runEnrolCancel(env *Env, o enrolCancelOptions, args []string) error {
+	if err := needArgs(args, 1, 1, "node NAME"); err != nil {
+		return err
+	}
+	m, err := openMesh(env)
+	if err != nil {
+		return err
+	}
+	res, err := enrol.Cancel(env.Ctx, m, enrol.CancelOptions{Name: args[0], TokenID: o.Token, Reason: o.Reason, Now: env.Now()})
+	if err != nil {
+		return err
+	}
+	for _, is := range res.Cancelled {
+		fmt.Fprintf(env.Stdio.Out, "cancelled token %s for %s (issued %s, valid until %s)\n",
+			is.TokenID, is.Name, is.IssuedAt.Format(time.RFC3339), is.Expires.Format(time.RFC3339))
+	}
+	used := false
+	for _, s := range res.Spent {
+		if s.Admitted != nil {
+			used = true
+			fmt.Fprintf(env.Stdio.Err, "muster: error: token %s for %s cannot be cancelled: %s\nmuster: hint: to refuse that host from now on: muster enrol revoke %s\n",
+				s.Token.TokenID, s.Token.Name, s.Reason, s.Token.Name)
+			continue
+		}
+		env.Warnf("token %s for %s left as it is: %s", s.Token.TokenID, s.Token.Name, s.Reason)
+	}
+	if used {
+		return quietly(fault.Refused)
+	}
+	return nil
 }
 
 func cmdEnrolAdmit() *Command {
@@ -171,39 +197,50 @@ each refusal is printed with its reason and recorded, so it is decided once.
 		Examples: "muster enrol admit",
 		Global:   []string{"mesh", "spool"},
 		Exits:    []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
-		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
-			return func(env *Env, args []string) error {
-				if err := needArgs(args, 0, 0, ""); err != nil {
-					return err
-				}
-				m, err := openMesh(env)
-				if err != nil {
-					return err
-				}
-				res, reg, err := enrol.Admit(env.Ctx, m, env.Now())
-				if err != nil {
-					return err
-				}
-				env.Warn(reg.Skipped)
-				for _, a := range res.Admitted {
-					fmt.Fprintf(env.Stdio.Out, "admitted %s as identity %s%s\n", a.Name, a.NodeID, replacesNote(a.Replaces))
-				}
-				for _, r := range res.Refused {
-					fmt.Fprintf(env.Stdio.Err, "muster: error: %s\n", r)
-				}
-				if len(res.Admitted) == 0 && len(res.Refused) == 0 {
-					fmt.Fprintln(env.Stdio.Out, "no pending join requests")
-				}
-				if len(res.Refused) > 0 {
-					return quietly(fault.Refused)
-				}
-				return nil
-			}
-		},
+		Run:      runEnrolAdmit,
 	}
 }
 
+// runEnrolAdmit admits every pending join request, or says why not.
+func runEnrolAdmit(env *Env, args []string) error {
+	if err := needArgs(args, 0, 0, ""); err != nil {
+		return err
+	}
+	m, err := openMesh(env)
+	if err != nil {
+		return err
+	}
+	res, reg, err := enrol.Admit(env.Ctx, m, env.Now())
+	if err != nil {
+		return err
+	}
+	env.Warn(reg.Skipped)
+	for _, a := range res.Admitted {
+		fmt.Fprintf(env.Stdio.Out, "admitted %s as identity %s%s\n", a.Name, a.NodeID, replacesNote(a.Replaces))
+	}
+	for _, r := range res.Refused {
+		fmt.Fprintf(env.Stdio.Err, "muster: error: %s\n", r)
+	}
+	if len(res.Admitted) == 0 && len(res.Refused) == 0 {
+		fmt.Fprintln(env.Stdio.Out, "no pending join requests")
+	}
+	if len(res.Refused) > 0 {
+		return quietly(fault.Refused)
+	}
+	return nil
+}
+
+// enrolRevokeOptions are the flags of muster enrol revoke.
+type enrolRevokeOptions struct {
+	Reason string
+}
+
+func (o *enrolRevokeOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Reason, "reason", "decommissioned", "why, as `TEXT` kept with the revocation")
+}
+
 func cmdEnrolRevoke() *Command {
+	var o enrolRevokeOptions
 	return &Command{
 		Name:  "revoke",
 		Usage: "muster enrol revoke NAME [--reason TEXT]",
@@ -215,37 +252,38 @@ would enrol it again: each is named in a warning.`,
 		Examples: "muster enrol revoke web-1 --reason 'disk replaced, host rebuilt elsewhere'",
 		Global:   []string{"mesh", "spool"},
 		Exits:    []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
-		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
-			reason := fs.String("reason", "decommissioned", "why, as `TEXT` kept with the revocation")
-			return func(env *Env, args []string) error {
-				if err := needArgs(args, 1, 1, "node NAME"); err != nil {
-					return err
-				}
-				m, reg, err := openAdmitted(env)
-				if err != nil {
-					return err
-				}
-				id, err := enrol.Revoke(env.Ctx, m, reg, args[0], *reason, env.Now())
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(env.Stdio.Out, "revoked %s (identity %s)\n", id.Name, id.NodeID)
-				// A decommissioned name is free for a new token, so a
-				// token still on its way would enrol it again.
-				unused, err := enrol.UnusedTokens(env.Ctx, m, reg, env.Now())
-				if err != nil {
-					return err
-				}
-				for _, is := range unused {
-					if is.Name == id.Name {
-						env.Warnf("token %s for %s is unused and would enrol %s again; if it should not: muster enrol cancel %s --token %s",
-							is.TokenID, is.Name, is.Name, is.Name, is.TokenID)
-					}
-				}
-				return nil
-			}
-		},
+		Flags:    o.addFlags,
+		Run:      func(env *Env, args []string) error { return runEnrolRevoke(env, o, args) },
 	}
+}
+
+// runEnrolRevoke revokes the current identity of a node.
+func runEnrolRevoke(env *Env, o enrolRevokeOptions, args []string) error {
+	if err := needArgs(args, 1, 1, "node NAME"); err != nil {
+		return err
+	}
+	m, reg, err := openAdmitted(env)
+	if err != nil {
+		return err
+	}
+	id, err := enrol.Revoke(env.Ctx, m, reg, args[0], o.Reason, env.Now())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdio.Out, "revoked %s (identity %s)\n", id.Name, id.NodeID)
+	// A decommissioned name is free for a new token, so a
+	// token still on its way would enrol it again.
+	unused, err := enrol.UnusedTokens(env.Ctx, m, reg, env.Now())
+	if err != nil {
+		return err
+	}
+	for _, is := range unused {
+		if is.Name == id.Name {
+			env.Warnf("token %s for %s is unused and would enrol %s again; if it should not: muster enrol cancel %s --token %s",
+				is.TokenID, is.Name, is.Name, is.Name, is.TokenID)
+		}
+	}
+	return nil
 }
 
 // listJSONVersion is the version of `enrol list --json`.
@@ -276,7 +314,19 @@ type listToken struct {
 	Expires  time.Time `json:"expires"`
 }
 
+// enrolListOptions are the flags of muster enrol list.
+type enrolListOptions struct {
+	Table bool
+	JSON  bool
+}
+
+func (o *enrolListOptions) addFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.Table, "table", false, "a table for people")
+	fs.BoolVar(&o.JSON, "json", false, "versioned JSON for machines")
+}
+
 func cmdEnrolList() *Command {
+	var o enrolListOptions
 	return &Command{
 		Name:  "list",
 		Usage: "muster enrol list [--table | --json]",
@@ -295,51 +345,58 @@ requests are admitted first.
 		Examples: "muster enrol list --table\nmuster enrol list --json | jq -r '.nodes[] | select(.eligibility == \"ineligible\") | .name'",
 		Global:   []string{"mesh", "spool"},
 		Exits:    []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
-		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
-			table := fs.Bool("table", false, "a table for people")
-			asJSON := fs.Bool("json", false, "versioned JSON for machines")
-			return func(env *Env, args []string) error {
-				if err := needArgs(args, 0, 0, ""); err != nil {
-					return err
-				}
-				if *table && *asJSON {
-					return fault.Usagef("--table and --json exclude each other")
-				}
-				m, reg, briefs, err := openFleet(env)
-				if err != nil {
-					return err
-				}
-				unused, err := enrol.UnusedTokens(env.Ctx, m, reg, env.Now())
-				if err != nil {
-					return err
-				}
-				tokens := []listToken{}
-				for _, is := range unused {
-					tokens = append(tokens, listToken{is.TokenID, is.Name, is.Reenrol, is.IssuedAt, is.Expires})
-				}
-				var nodes []listNode
-				for _, name := range reg.Names() {
-					n := reg.Nodes[name]
-					ln := listNode{Name: name}
-					for _, p := range n.Past {
-						ln.Revoked = append(ln.Revoked, listRevoked{p.NodeID, p.RevokedAt, p.RevokeReason})
-					}
-					if c := n.Current; c != nil {
-						if c.Revoked() {
-							ln.Revoked = append(ln.Revoked, listRevoked{c.NodeID, c.RevokedAt, c.RevokeReason})
-							ln.Eligibility = "decommissioned"
-						} else {
-							at := c.AdmittedAt
-							ln.NodeID, ln.EnrolledAt, ln.Labels = c.NodeID, &at, c.Labels
-							ln.Eligibility, ln.FailedLines = eligibility(briefs[c.NodeID])
-						}
-					}
-					nodes = append(nodes, ln)
-				}
-				return printList(env.Stdio.Out, nodes, tokens, *table, *asJSON)
-			}
-		},
+		Flags:    o.addFlags,
+		Run:      func(env *Env, args []string) error { return runEnrolList(env, o, args) },
 	}
+}
+
+// runEnrolList lists every node ever enrolled and the tokens that could still
+// admit a host.
+func runEnrolList(env *Env, o enrolListOptions, args []string) error {
+	if err := needArgs(args, 0, 0, ""); err != nil {
+		return err
+	}
+	if o.Table && o.JSON {
+		return fault.Usagef("--table and --json exclude each other")
+	}
+	m, reg, briefs, err := openFleet(env)
+	if err != nil {
+		return err
+	}
+	unused, err := enrol.UnusedTokens(env.Ctx, m, reg, env.Now())
+	if err != nil {
+		return err
+	}
+	tokens := []listToken{}
+	for _, is := range unused {
+		tokens = append(tokens, listToken{is.TokenID, is.Name, is.Reenrol, is.IssuedAt, is.Expires})
+	}
+	return printList(env.Stdio.Out, listNodes(reg, briefs), tokens, o.Table, o.JSON)
+}
+
+// listNodes is every node ever enrolled, with its eligibility computed from
+// its newest briefing in briefs.
+func listNodes(reg *enrol.Registry, briefs map[string]*brief.Briefing) []listNode {
+	var nodes []listNode
+	for _, name := range reg.Names() {
+		n := reg.Nodes[name]
+		ln := listNode{Name: name}
+		for _, p := range n.Past {
+			ln.Revoked = append(ln.Revoked, listRevoked{p.NodeID, p.RevokedAt, p.RevokeReason})
+		}
+		if c := n.Current; c != nil {
+			if c.Revoked() {
+				ln.Revoked = append(ln.Revoked, listRevoked{c.NodeID, c.RevokedAt, c.RevokeReason})
+				ln.Eligibility = "decommissioned"
+			} else {
+				at := c.AdmittedAt
+				ln.NodeID, ln.EnrolledAt, ln.Labels = c.NodeID, &at, c.Labels
+				ln.Eligibility, ln.FailedLines = eligibility(briefs[c.NodeID])
+			}
+		}
+		nodes = append(nodes, ln)
+	}
+	return nodes
 }
 
 func printList(w io.Writer, nodes []listNode, tokens []listToken, table, asJSON bool) error {
@@ -436,7 +493,19 @@ func orDash(s string) string {
 	return s
 }
 
+// enrolJoinOptions are the flags of muster enrol join.
+type enrolJoinOptions struct {
+	TokenFile string
+	Force     bool
+}
+
+func (o *enrolJoinOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.TokenFile, "token-file", "", "read the token from `FILE` instead of standard input")
+	fs.BoolVar(&o.Force, "force", false, "replace an identity already in the state directory")
+}
+
 func cmdEnrolJoin() *Command {
+	var o enrolJoinOptions
 	return &Command{
 		Name:  "join",
 		Usage: "muster enrol join --spool SPOOL [--token-file FILE] [--force] < TOKEN",
@@ -468,49 +537,46 @@ muster enrol join --spool /mnt/spool
 muster enrol join --spool s3://fleet/spool --token-file /media/usb/web-1.token`,
 		Global: []string{"spool", "config", "state", "root"},
 		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
-		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
-			tokenFile := fs.String("token-file", "", "read the token from `FILE` instead of standard input")
-			force := fs.Bool("force", false, "replace an identity already in the state directory")
-			return func(env *Env, args []string) error {
-				if err := needArgs(args, 0, 0, ""); err != nil {
-					return fault.WithHint(err, "the token is read from standard input or --token-file, never from the command line")
-				}
-				var raw []byte
-				var err error
-				if *tokenFile != "" && *tokenFile != "-" {
-					raw, err = os.ReadFile(*tokenFile)
-				} else {
-					raw, err = io.ReadAll(io.LimitReader(env.Stdio.In, 4096))
-				}
-				if err != nil {
-					return err
-				}
-				if strings.TrimSpace(string(raw)) == "" {
-					return fault.Usagef("no token on standard input: pipe it in or use --token-file FILE")
-				}
-				root := env.Global.Root
-				if root == "" {
-					root = "/"
-				}
-				res, err := enrol.Join(env.Ctx, enrol.JoinOptions{
-					Token: string(raw), Spool: env.Global.Spool, Config: env.Global.Config, State: env.Global.State,
-					Root: root, Force: *force, Version: Version(), Now: env.Now(),
-				})
-				if err != nil {
-					return err
-				}
-				env.Warn(res.Warnings)
-				fmt.Fprintf(env.Stdio.Out, "joined as %s (identity %s); the mesh admits it on its next admit, declare or report\n", res.Name, res.NodeID)
-				if res.Briefing.Eligible() {
-					fmt.Fprintln(env.Stdio.Out, "briefing: eligible")
-				} else {
-					fmt.Fprintln(env.Stdio.Out, "briefing: ineligible (the node is enrolled but gets no declaration until a briefing passes):")
-					for _, l := range outcome.FailedLines(res.Briefing.Lines) {
-						fmt.Fprintf(env.Stdio.Out, "  failed %s: %s\n", l.ID, l.Detail)
-					}
-				}
-				return nil
-			}
-		},
+		Flags:  o.addFlags,
+		Run:    func(env *Env, args []string) error { return runEnrolJoin(env, o, args) },
 	}
+}
+
+// runEnrolJoin joins this host to the mesh with a token read from standard
+// input or --token-file.
+func runEnrolJoin(env *Env, o enrolJoinOptions, args []string) error {
+	if err := needArgs(args, 0, 0, ""); err != nil {
+		return fault.WithHint(err, "the token is read from standard input or --token-file, never from the command line")
+	}
+	var raw []byte
+	var err error
+	if o.TokenFile != "" && o.TokenFile != "-" {
+		raw, err = os.ReadFile(o.TokenFile)
+	} else {
+		raw, err = io.ReadAll(io.LimitReader(env.Stdio.In, 4096))
+	}
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(string(raw)) == "" {
+		return fault.Usagef("no token on standard input: pipe it in or use --token-file FILE")
+	}
+	res, err := enrol.Join(env.Ctx, enrol.JoinOptions{
+		Token: string(raw), Spool: env.Global.Spool, Config: env.Global.Config, State: env.Global.State,
+		Root: env.Global.RootDir(), Force: o.Force, Version: Version(), Now: env.Now(),
+	})
+	if err != nil {
+		return err
+	}
+	env.Warn(res.Warnings)
+	fmt.Fprintf(env.Stdio.Out, "joined as %s (identity %s); the mesh admits it on its next admit, declare or report\n", res.Name, res.NodeID)
+	if res.Briefing.Eligible() {
+		fmt.Fprintln(env.Stdio.Out, "briefing: eligible")
+	} else {
+		fmt.Fprintln(env.Stdio.Out, "briefing: ineligible (the node is enrolled but gets no declaration until a briefing passes):")
+		for _, l := range outcome.FailedLines(res.Briefing.Lines) {
+			fmt.Fprintf(env.Stdio.Out, "  failed %s: %s\n", l.ID, l.Detail)
+		}
+	}
+	return nil
 }
