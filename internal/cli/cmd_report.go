@@ -18,7 +18,29 @@ import (
 	"github.com/muster-tool/muster/internal/report"
 )
 
+// reportOptions are the flags of muster report.
+type reportOptions struct {
+	Generation generationFlag
+	Table      bool
+	JSON       bool
+	Sort       string
+	All        bool
+	History    bool
+	FailOn     string
+}
+
+func (o *reportOptions) addFlags(fs *pflag.FlagSet) {
+	fs.Var(&o.Generation, "generation", "report on generation `N` instead of the newest committed")
+	fs.BoolVar(&o.Table, "table", false, "a table for people")
+	fs.BoolVar(&o.JSON, "json", false, "versioned JSON for machines")
+	fs.StringVar(&o.Sort, "sort", "name", "order nodes by `KEY`: name, status or contact")
+	fs.BoolVar(&o.All, "all", false, "also list applied and decommissioned nodes, and every refused or flagged report")
+	fs.BoolVar(&o.History, "history", false, "show every generation with its applied, failed and outstanding counts as of now")
+	fs.StringVar(&o.FailOn, "fail-on", "failed", "exit non-zero when a node is `WHAT`: failed, outstanding (or failed), or none")
+}
+
 func cmdReport() *Command {
+	var o reportOptions
 	return &Command{
 		Name: "report",
 		Usage: `muster report [NODE...] [--generation N] [--table | --json] [--sort KEY] [--all] [--fail-on WHAT]
@@ -70,79 +92,85 @@ muster report --json | jq -r '.nodes[] | select(.status == "failed") | .name as 
 muster report --history --table`,
 		Global: []string{"mesh", "spool"},
 		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary, ExitNodesFailed, ExitNodesOutstanding},
-		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
-			gen := new(generationFlag)
-			fs.Var(gen, "generation", "report on generation `N` instead of the newest committed")
-			table := fs.Bool("table", false, "a table for people")
-			asJSON := fs.Bool("json", false, "versioned JSON for machines")
-			sortBy := fs.String("sort", "name", "order nodes by `KEY`: name, status or contact")
-			all := fs.Bool("all", false, "also list applied and decommissioned nodes, and every refused or flagged report")
-			history := fs.Bool("history", false, "show every generation with its applied, failed and outstanding counts as of now")
-			failOn := fs.String("fail-on", "failed", "exit non-zero when a node is `WHAT`: failed, outstanding (or failed), or none")
-			return func(env *Env, args []string) error {
-				if *table && *asJSON {
-					return fault.Usagef("--table and --json exclude each other")
-				}
-				if *history && env.Changed("generation") {
-					return fault.Usagef("--history and --generation exclude each other")
-				}
-				switch *failOn {
-				case "failed", "outstanding", "none":
-				default:
-					return fault.Usagef("--fail-on %q: want failed, outstanding or none", *failOn)
-				}
-				if err := report.SortNodes(nil, *sortBy); err != nil {
-					return err
-				}
-				tuneGCForReading()
-				m, reg, err := openAdmitted(env)
-				if err != nil {
-					return err
-				}
-				st, err := report.Load(env.Ctx, m, reg, report.Options{CacheDir: filepath.Join(m.Dir, "cache")})
-				if err != nil {
-					return err
-				}
-				sel := report.Selection{Names: args, All: *all}
-				var hist []report.HistoryEntry
-				if *history {
-					if hist, err = st.History(env.Ctx, sel); err != nil {
-						env.Warn(st.Warnings)
-						return err
-					}
-				}
-				v, err := st.Generation(env.Ctx, uint64(*gen), sel)
-				env.Warn(st.Warnings)
-				if err != nil {
-					return err
-				}
-				if err := report.SortNodes(v.Nodes, *sortBy); err != nil {
-					return err
-				}
-				warnObjects(env, v, *all)
-				now := env.Now()
-				out := env.Stdio.Out
-				switch {
-				case *history && *asJSON:
-					err = report.WriteHistoryJSON(out, hist)
-				case *history && *table:
-					err = historyTable(out, hist, now)
-				case *history:
-					historySummary(out, hist, now)
-				case *asJSON:
-					err = report.WriteJSON(out, v, *all)
-				case *table:
-					err = reportTable(out, v, *all, now)
-				default:
-					reportSummary(out, v, *all, now)
-				}
-				if err != nil {
-					return err
-				}
-				return failOnStatus(v.Totals, *failOn)
-			}
-		},
+		Flags:  o.addFlags,
+		Run:    func(env *Env, args []string) error { return runReport(env, o, args) },
 	}
+}
+
+// runReport shows where every node (or those args name) stands on a
+// generation, or with --history on every generation, and exits with the
+// status --fail-on asks for.
+func runReport(env *Env, o reportOptions, args []string) error {
+	if err := checkReportFlags(o); err != nil {
+		return err
+	}
+	tuneGCForReading()
+	m, reg, err := openAdmitted(env)
+	if err != nil {
+		return err
+	}
+	st, err := report.Load(env.Ctx, m, reg, report.Options{CacheDir: filepath.Join(m.Dir, "cache")})
+	if err != nil {
+		return err
+	}
+	sel := report.Selection{Names: args, All: o.All}
+	var hist []report.HistoryEntry
+	if o.History {
+		if hist, err = st.History(env.Ctx, sel); err != nil {
+			env.Warn(st.Warnings)
+			return err
+		}
+	}
+	v, err := st.Generation(env.Ctx, uint64(o.Generation), sel)
+	env.Warn(st.Warnings)
+	if err != nil {
+		return err
+	}
+	if err := report.SortNodes(v.Nodes, o.Sort); err != nil {
+		return err
+	}
+	warnObjects(env, v, o.All)
+	if err := printReport(env.Stdio.Out, o, v, hist, env.Now()); err != nil {
+		return err
+	}
+	return failOnStatus(v.Totals, o.FailOn)
+}
+
+// checkReportFlags refuses flags that exclude each other and values report
+// does not know, before anything is read.
+func checkReportFlags(o reportOptions) error {
+	if o.Table && o.JSON {
+		return fault.Usagef("--table and --json exclude each other")
+	}
+	if o.History && o.Generation != 0 {
+		return fault.Usagef("--history and --generation exclude each other")
+	}
+	switch o.FailOn {
+	case "failed", "outstanding", "none":
+	default:
+		return fault.Usagef("--fail-on %q: want failed, outstanding or none", o.FailOn)
+	}
+	return report.SortNodes(nil, o.Sort)
+}
+
+// printReport prints the view, or with --history the history, in the
+// format the flags ask for.
+func printReport(w io.Writer, o reportOptions, v *report.View, hist []report.HistoryEntry, now time.Time) error {
+	switch {
+	case o.History && o.JSON:
+		return report.WriteHistoryJSON(w, hist)
+	case o.History && o.Table:
+		return historyTable(w, hist, now)
+	case o.History:
+		historySummary(w, hist, now)
+	case o.JSON:
+		return report.WriteJSON(w, v, o.All)
+	case o.Table:
+		return reportTable(w, v, o.All, now)
+	default:
+		reportSummary(w, v, o.All, now)
+	}
+	return nil
 }
 
 // tuneGCForReading makes the garbage collector run less often while report
