@@ -46,7 +46,23 @@ type syncJSON struct {
 	Damaged     []spool.SyncIssue `json:"damaged"`
 }
 
+// spoolSyncOptions are the flags of muster spool sync.
+type spoolSyncOptions struct {
+	Check   bool
+	DryRun  bool
+	JSON    bool
+	Workers int
+}
+
+func (o *spoolSyncOptions) addFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.Check, "check", false, "compare the content of objects both spools have, not only their size")
+	fs.BoolVar(&o.DryRun, "dry-run", false, "read and check what would be copied, write nothing")
+	fs.BoolVar(&o.JSON, "json", false, "versioned JSON summary for machines")
+	fs.IntVar(&o.Workers, "workers", spool.DefaultSyncWorkers, "copy `N` objects at once")
+}
+
 func cmdSpoolSync() *Command {
+	var o spoolSyncOptions
 	return &Command{
 		Name:  "sync",
 		Usage: "muster spool sync SRC DST [--check] [--dry-run] [--json] [--workers N]",
@@ -81,85 +97,99 @@ muster spool sync /media/usb/spool /srv/muster/spool
 # mirror a directory spool into an object store
 muster spool sync /srv/muster/spool 's3://fleet/spool?endpoint=minio.internal:9000'`,
 		Exits: []int{ExitFailure, ExitUsage, ExitTemporary},
-		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
-			check := fs.Bool("check", false, "compare the content of objects both spools have, not only their size")
-			dryRun := fs.Bool("dry-run", false, "read and check what would be copied, write nothing")
-			asJSON := fs.Bool("json", false, "versioned JSON summary for machines")
-			workers := fs.Int("workers", spool.DefaultSyncWorkers, "copy `N` objects at once")
-			return func(env *Env, args []string) error {
-				if err := needArgs(args, 2, 2, "SRC and DST spools"); err != nil {
-					return err
-				}
-				if *workers < 1 {
-					return fault.Usagef("--workers %d: want at least 1", *workers)
-				}
-				src, err := spool.Open(args[0])
-				if err != nil {
-					return err
-				}
-				dst, err := spool.Open(args[1])
-				if err != nil {
-					return err
-				}
-				if src.String() == dst.String() {
-					return fault.Usagef("SRC and DST are the same spool (%s)", src)
-				}
-				opts := spool.SyncOptions{
-					Check:     *check,
-					DryRun:    *dryRun,
-					Workers:   *workers,
-					MaxObject: spoolcheck.MaxObject,
-					Validate:  spoolcheck.Object,
-				}
-				var bar *progressbar.ProgressBar
-				if isTerminal(env.Stdio.Err) {
-					opts.Progress = func(p spool.SyncProgress) {
-						if bar == nil {
-							bar = progressbar.NewOptions(p.Total,
-								progressbar.OptionSetWriter(env.Stdio.Err),
-								progressbar.OptionSetDescription("sync"),
-								progressbar.OptionShowCount(),
-								progressbar.OptionClearOnFinish(),
-								progressbar.OptionThrottle(100*time.Millisecond))
-						}
-						bar.Set(p.Done)
-					}
-				}
-				res, err := spool.Sync(env.Ctx, src, dst, opts)
-				if bar != nil {
-					bar.Clear()
-				}
-				for _, c := range res.Conflicts {
-					fmt.Fprintf(env.Stdio.Err, "muster: error: conflict %s: %s\n", c.Name, c.Detail)
-				}
-				for _, d := range res.Damaged {
-					fmt.Fprintf(env.Stdio.Err, "muster: error: damaged %s: %s\n", d.Name, d.Detail)
-				}
-				if *asJSON {
-					out := syncJSON{Version: spoolJSONVersion, Source: src.String(), Destination: dst.String(), DryRun: *dryRun,
-						Copied: res.Copied, Skipped: res.Skipped, Bytes: res.Bytes,
-						Conflicts: orEmpty(res.Conflicts), Damaged: orEmpty(res.Damaged)}
-					if jerr := writeJSON(env.Stdio.Out, out); jerr != nil && err == nil {
-						err = jerr
-					}
-				} else {
-					verb := "copied"
-					if *dryRun {
-						verb = "would copy"
-					}
-					fmt.Fprintf(env.Stdio.Out, "%s %s (%s) from %s to %s; %d already there\n",
-						verb, count(res.Copied, "object"), sizeString(res.Bytes), src, dst, res.Skipped)
-				}
-				switch {
-				case errors.Is(err, spool.ErrConflict):
-					err = fault.WithHint(err, "nothing was overwritten; find out which copy is right (muster spool verify on each side), remove the wrong one, then sync again")
-				case errors.Is(err, spool.ErrDamaged):
-					err = fault.WithHint(err, "the damaged objects stay where they are; copy them again from where they were written, then sync again")
-				}
-				return err
-			}
-		},
+		Flags: o.addFlags,
+		Run:   func(env *Env, args []string) error { return runSpoolSync(env, o, args) },
 	}
+}
+
+// runSpoolSync copies to spool DST every object of spool SRC it lacks.
+func runSpoolSync(env *Env, o spoolSyncOptions, args []string) error {
+	if err := needArgs(args, 2, 2, "SRC and DST spools"); err != nil {
+		return err
+	}
+	if o.Workers < 1 {
+		return fault.Usagef("--workers %d: want at least 1", o.Workers)
+	}
+	src, err := spool.Open(args[0])
+	if err != nil {
+		return err
+	}
+	dst, err := spool.Open(args[1])
+	if err != nil {
+		return err
+	}
+	if src.String() == dst.String() {
+		return fault.Usagef("SRC and DST are the same spool (%s)", src)
+	}
+	opts := spool.SyncOptions{
+		Check:     o.Check,
+		DryRun:    o.DryRun,
+		Workers:   o.Workers,
+		MaxObject: spoolcheck.MaxObject,
+		Validate:  spoolcheck.Object,
+	}
+	var clearBar func()
+	opts.Progress, clearBar = syncProgress(env.Stdio.Err)
+	res, err := spool.Sync(env.Ctx, src, dst, opts)
+	clearBar()
+	if perr := printSync(env, o, src, dst, res); perr != nil && err == nil {
+		err = perr
+	}
+	switch {
+	case errors.Is(err, spool.ErrConflict):
+		err = fault.WithHint(err, "nothing was overwritten; find out which copy is right (muster spool verify on each side), remove the wrong one, then sync again")
+	case errors.Is(err, spool.ErrDamaged):
+		err = fault.WithHint(err, "the damaged objects stay where they are; copy them again from where they were written, then sync again")
+	}
+	return err
+}
+
+// syncProgress returns the progress function for a sync, which draws a
+// bar on w when w is a terminal, and the function that clears the bar.
+func syncProgress(w io.Writer) (progress func(spool.SyncProgress), clear func()) {
+	if !isTerminal(w) {
+		return nil, func() {}
+	}
+	var bar *progressbar.ProgressBar
+	progress = func(p spool.SyncProgress) {
+		if bar == nil {
+			bar = progressbar.NewOptions(p.Total,
+				progressbar.OptionSetWriter(w),
+				progressbar.OptionSetDescription("sync"),
+				progressbar.OptionShowCount(),
+				progressbar.OptionClearOnFinish(),
+				progressbar.OptionThrottle(100*time.Millisecond))
+		}
+		bar.Set(p.Done)
+	}
+	return progress, func() {
+		if bar != nil {
+			bar.Clear()
+		}
+	}
+}
+
+// printSync names each conflict and damaged object on stderr and prints
+// the summary, or with --json the result, on stdout.
+func printSync(env *Env, o spoolSyncOptions, src, dst spool.Spool, res spool.SyncResult) error {
+	for _, c := range res.Conflicts {
+		fmt.Fprintf(env.Stdio.Err, "muster: error: conflict %s: %s\n", c.Name, c.Detail)
+	}
+	for _, d := range res.Damaged {
+		fmt.Fprintf(env.Stdio.Err, "muster: error: damaged %s: %s\n", d.Name, d.Detail)
+	}
+	if o.JSON {
+		return writeJSON(env.Stdio.Out, syncJSON{Version: spoolJSONVersion, Source: src.String(), Destination: dst.String(), DryRun: o.DryRun,
+			Copied: res.Copied, Skipped: res.Skipped, Bytes: res.Bytes,
+			Conflicts: orEmpty(res.Conflicts), Damaged: orEmpty(res.Damaged)})
+	}
+	verb := "copied"
+	if o.DryRun {
+		verb = "would copy"
+	}
+	fmt.Fprintf(env.Stdio.Out, "%s %s (%s) from %s to %s; %d already there\n",
+		verb, count(res.Copied, "object"), sizeString(res.Bytes), src, dst, res.Skipped)
+	return nil
 }
 
 func orEmpty(s []spool.SyncIssue) []spool.SyncIssue {
@@ -198,7 +228,17 @@ type verifyJSON struct {
 	Problems []spoolcheck.Problem `json:"problems"`
 }
 
+// spoolVerifyOptions are the flags of muster spool verify.
+type spoolVerifyOptions struct {
+	JSON bool
+}
+
+func (o *spoolVerifyOptions) addFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.JSON, "json", false, "versioned JSON for machines")
+}
+
 func cmdSpoolVerify() *Command {
+	var o spoolVerifyOptions
 	return &Command{
 		Name:  "verify",
 		Usage: "muster spool verify [--json]",
@@ -230,43 +270,44 @@ refuse, when they open them with their keys.`,
 muster spool verify --json | jq -r '.problems[] | select(.kind == "damaged") | .object'`,
 		Global: []string{"spool"},
 		Exits:  []int{ExitFailure, ExitUsage, ExitTemporary},
-		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
-			asJSON := fs.Bool("json", false, "versioned JSON for machines")
-			return func(env *Env, args []string) error {
-				if err := needArgs(args, 0, 0, ""); err != nil {
-					return err
-				}
-				sp, err := spool.Open(env.Global.Spool)
-				if err != nil {
-					return err
-				}
-				rep, err := spoolcheck.Verify(env.Ctx, sp, spoolcheck.Options{})
-				if err != nil {
-					return err
-				}
-				if *asJSON {
-					problems := rep.Problems
-					if problems == nil {
-						problems = []spoolcheck.Problem{}
-					}
-					if err := writeJSON(env.Stdio.Out, verifyJSON{spoolJSONVersion, rep.Spool, rep.Objects, rep.Bytes, problems}); err != nil {
-						return err
-					}
-				} else {
-					for _, p := range rep.Problems {
-						fmt.Fprintln(env.Stdio.Out, p.String())
-					}
-				}
-				if len(rep.Problems) > 0 {
-					return fmt.Errorf("spool %s: %s in %s", sp, count(len(rep.Problems), "problem"), count(rep.Objects, "object"))
-				}
-				if !*asJSON {
-					fmt.Fprintf(env.Stdio.Out, "spool %s: %s (%s), no problems\n", sp, count(rep.Objects, "object"), sizeString(rep.Bytes))
-				}
-				return nil
-			}
-		},
+		Flags:  o.addFlags,
+		Run:    func(env *Env, args []string) error { return runSpoolVerify(env, o, args) },
 	}
+}
+
+// runSpoolVerify checks every object of the spool, without any key.
+func runSpoolVerify(env *Env, o spoolVerifyOptions, args []string) error {
+	if err := needArgs(args, 0, 0, ""); err != nil {
+		return err
+	}
+	sp, err := spool.Open(env.Global.Spool)
+	if err != nil {
+		return err
+	}
+	rep, err := spoolcheck.Verify(env.Ctx, sp, spoolcheck.Options{})
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		problems := rep.Problems
+		if problems == nil {
+			problems = []spoolcheck.Problem{}
+		}
+		if err := writeJSON(env.Stdio.Out, verifyJSON{spoolJSONVersion, rep.Spool, rep.Objects, rep.Bytes, problems}); err != nil {
+			return err
+		}
+	} else {
+		for _, p := range rep.Problems {
+			fmt.Fprintln(env.Stdio.Out, p.String())
+		}
+	}
+	if len(rep.Problems) > 0 {
+		return fmt.Errorf("spool %s: %s in %s", sp, count(len(rep.Problems), "problem"), count(rep.Objects, "object"))
+	}
+	if !o.JSON {
+		fmt.Fprintf(env.Stdio.Out, "spool %s: %s (%s), no problems\n", sp, count(rep.Objects, "object"), sizeString(rep.Bytes))
+	}
+	return nil
 }
 
 // gcMovedPast tells `spool gc --keep` whether every node has moved past
@@ -314,7 +355,19 @@ var gcMovedPast = func(env *Env, m *mesh.Mesh) (func(gen uint64) bool, error) {
 	}, nil
 }
 
+// spoolGCOptions are the flags of muster spool gc.
+type spoolGCOptions struct {
+	DryRun bool
+	Keep   int
+}
+
+func (o *spoolGCOptions) addFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.DryRun, "dry-run", false, "say what would be removed, remove nothing")
+	fs.IntVar(&o.Keep, "keep", 0, "keep the declarations of the `N` newest committed generations (needs --mesh)")
+}
+
 func cmdSpoolGC() *Command {
+	var o spoolGCOptions
 	return &Command{
 		Name:  "gc",
 		Usage: "muster spool gc [--dry-run] [--keep N]",
@@ -336,55 +389,55 @@ Prints one line per object removed ("would remove" with --dry-run).`,
 muster spool gc --mesh ~/.config/muster/mesh --keep 10`,
 		Global: []string{"spool", "mesh"},
 		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
-		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
-			dryRun := fs.Bool("dry-run", false, "say what would be removed, remove nothing")
-			keep := fs.Int("keep", 0, "keep the declarations of the `N` newest committed generations (needs --mesh)")
-			return func(env *Env, args []string) error {
-				if err := needArgs(args, 0, 0, ""); err != nil {
-					return err
-				}
-				opts := gc.Options{DryRun: *dryRun, Now: env.Now()}
-				var sp spool.Spool
-				switch {
-				case env.Changed("keep") && *keep < 1:
-					return fault.Usagef("--keep %d: want at least 1 (the newest generation is always kept)", *keep)
-				case *keep > 0:
-					if env.Global.Mesh == "" {
-						return fault.WithHint(fault.Usagef("--keep needs the mesh, to know which generations nodes have moved past"), "pass --mesh DIR or set MUSTER_MESH")
-					}
-					m, err := openMesh(env)
-					if err != nil {
-						return err
-					}
-					moved, err := gcMovedPast(env, m)
-					if err != nil {
-						return err
-					}
-					if moved == nil {
-						env.Warnf("--keep: which generations every node has moved past is not known yet; keeping every generation")
-						moved = func(uint64) bool { return false }
-					}
-					sp, opts.Keep, opts.MovedPast = m.Spool, *keep, moved
-					opts.MeshKey = m.Pair.Sign.Public().(ed25519.PublicKey)
-				default:
-					var err error
-					if sp, err = spool.Open(env.Global.Spool); err != nil {
-						return err
-					}
-				}
-				res, err := gc.Run(env.Ctx, sp, opts)
-				printRemovals(env.Stdio.Out, res.Removed, *dryRun)
-				env.Warn(res.Notes)
-				if err != nil {
-					return err
-				}
-				if len(res.Removed) == 0 {
-					fmt.Fprintf(env.Stdio.Out, "spool %s: nothing to remove\n", sp)
-				}
-				return nil
-			}
-		},
+		Flags:  o.addFlags,
+		Run:    func(env *Env, args []string) error { return runSpoolGC(env, o, args) },
 	}
+}
+
+// runSpoolGC removes from the spool what no reader can need.
+func runSpoolGC(env *Env, o spoolGCOptions, args []string) error {
+	if err := needArgs(args, 0, 0, ""); err != nil {
+		return err
+	}
+	opts := gc.Options{DryRun: o.DryRun, Now: env.Now()}
+	var sp spool.Spool
+	switch {
+	case env.Changed("keep") && o.Keep < 1:
+		return fault.Usagef("--keep %d: want at least 1 (the newest generation is always kept)", o.Keep)
+	case o.Keep > 0:
+		if env.Global.Mesh == "" {
+			return fault.WithHint(fault.Usagef("--keep needs the mesh, to know which generations nodes have moved past"), "pass --mesh DIR or set MUSTER_MESH")
+		}
+		m, err := openMesh(env)
+		if err != nil {
+			return err
+		}
+		moved, err := gcMovedPast(env, m)
+		if err != nil {
+			return err
+		}
+		if moved == nil {
+			env.Warnf("--keep: which generations every node has moved past is not known yet; keeping every generation")
+			moved = func(uint64) bool { return false }
+		}
+		sp, opts.Keep, opts.MovedPast = m.Spool, o.Keep, moved
+		opts.MeshKey = m.Pair.Sign.Public().(ed25519.PublicKey)
+	default:
+		var err error
+		if sp, err = spool.Open(env.Global.Spool); err != nil {
+			return err
+		}
+	}
+	res, err := gc.Run(env.Ctx, sp, opts)
+	printRemovals(env.Stdio.Out, res.Removed, o.DryRun)
+	env.Warn(res.Notes)
+	if err != nil {
+		return err
+	}
+	if len(res.Removed) == 0 {
+		fmt.Fprintf(env.Stdio.Out, "spool %s: nothing to remove\n", sp)
+	}
+	return nil
 }
 
 func printRemovals(w io.Writer, rs []gc.Removal, dryRun bool) {

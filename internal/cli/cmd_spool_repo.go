@@ -43,7 +43,17 @@ type repoAddPackage struct {
 	Added   bool   `json:"added"`
 }
 
+// spoolRepoAddOptions are the flags of muster spool repo add.
+type spoolRepoAddOptions struct {
+	JSON bool
+}
+
+func (o *spoolRepoAddOptions) addFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.JSON, "json", false, "versioned JSON for machines")
+}
+
 func cmdSpoolRepoAdd() *Command {
+	var o spoolRepoAddOptions
 	return &Command{
 		Name:  "add",
 		Usage: "muster spool repo add [--json] PACKAGE.deb...",
@@ -72,46 +82,47 @@ make deb
 muster spool repo add dist/muster_1.5.0_amd64.deb dist/muster_1.5.0_arm64.deb`,
 		Global: []string{"mesh", "spool"},
 		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
-		Setup: func(fs *pflag.FlagSet) func(*Env, []string) error {
-			asJSON := fs.Bool("json", false, "versioned JSON for machines")
-			return func(env *Env, args []string) error {
-				if err := needArgs(args, 1, -1, "package files"); err != nil {
-					return err
-				}
-				var debs []*repo.Deb
-				for _, path := range args {
-					d, err := repo.ReadDeb(env.Ctx, path)
-					if err != nil {
-						return err
-					}
-					debs = append(debs, d)
-				}
-				m, err := openMesh(env)
-				if err != nil {
-					return err
-				}
-				res, err := repo.Add(env.Ctx, m.Spool, m.Pair.Sign, debs, env.Now())
-				if err != nil {
-					return err
-				}
-				if *asJSON {
-					out := repoAddJSON{Version: repoAddJSONVersion, Spool: m.Spool.String(), Index: res.Index, Packages: []repoAddPackage{}}
-					for _, p := range res.Packages {
-						out.Packages = append(out.Packages, repoAddPackage{File: p.Path, Name: p.Name, Version: p.Version, Arch: p.Arch,
-							Size: p.Size, SHA256: p.SHA256, Object: p.Object, Added: !p.Present})
-					}
-					return writeJSON(env.Stdio.Out, out)
-				}
-				for _, p := range res.Packages {
-					verb := "added"
-					if p.Present {
-						verb = "already present"
-					}
-					fmt.Fprintf(env.Stdio.Out, "%-15s %s as %s\n", verb, p.Package, p.Object)
-				}
-				fmt.Fprintf(env.Stdio.Out, "repository index %d in spool %s\n", res.Index, m.Spool)
-				return nil
-			}
-		},
+		Flags:  o.addFlags,
+		Run:    func(env *Env, args []string) error { return runSpoolRepoAdd(env, o, args) },
 	}
+}
+
+// runSpoolRepoAdd publishes Debian packages to the repository in the spool.
+func runSpoolRepoAdd(env *Env, o spoolRepoAddOptions, args []string) error {
+	if err := needArgs(args, 1, -1, "package files"); err != nil {
+		return err
+	}
+	var debs []*repo.Deb
+	for _, path := range args {
+		d, err := repo.ReadDeb(env.Ctx, path)
+		if err != nil {
+			return err
+		}
+		debs = append(debs, d)
+	}
+	m, err := openMesh(env)
+	if err != nil {
+		return err
+	}
+	res, err := repo.Add(env.Ctx, m.Spool, m.Pair.Sign, debs, env.Now())
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		out := repoAddJSON{Version: repoAddJSONVersion, Spool: m.Spool.String(), Index: res.Index, Packages: []repoAddPackage{}}
+		for _, p := range res.Packages {
+			out.Packages = append(out.Packages, repoAddPackage{File: p.Path, Name: p.Name, Version: p.Version, Arch: p.Arch,
+				Size: p.Size, SHA256: p.SHA256, Object: p.Object, Added: !p.Present})
+		}
+		return writeJSON(env.Stdio.Out, out)
+	}
+	for _, p := range res.Packages {
+		verb := "added"
+		if p.Present {
+			verb = "already present"
+		}
+		fmt.Fprintf(env.Stdio.Out, "%-15s %s as %s\n", verb, p.Package, p.Object)
+	}
+	fmt.Fprintf(env.Stdio.Out, "repository index %d in spool %s\n", res.Index, m.Spool)
+	return nil
 }
