@@ -231,7 +231,7 @@ func run(env *Env, args []string) error {
 		}
 		cmd, args = sub, args[1:]
 	}
-	fs, runFn := cmd.flagSet(env.Global)
+	fs := cmd.flagSet(env.Global)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			printHelp(env.Stdio.Out, cmd)
@@ -244,7 +244,7 @@ func run(env *Env, args []string) error {
 		return nil
 	}
 	env.flags = fs
-	return runFn(env, fs.Args())
+	return cmd.Run(env, fs.Args())
 }
 
 func usageError(msg, helpCmd string) error {

@@ -35,9 +35,6 @@ type Command struct {
 	// are parsed: a call of the command's named run function. A group
 	// without Run needs a subcommand.
 	Run func(env *Env, args []string) error
-	// Setup builds a fresh options struct for one invocation, adds its
-	// flags to fs, and returns the function that runs the command.
-	Setup func(fs *pflag.FlagSet) func(env *Env, args []string) error
 	// Sub holds the subcommands of a group.
 	Sub []*Command
 	// parent is set for subcommands.
@@ -91,22 +88,18 @@ func findCommand(cmds []*Command, name string) *Command {
 
 // runnable reports whether the command runs itself; a group that does not
 // needs a subcommand.
-func (c *Command) runnable() bool { return c.Run != nil || c.Setup != nil }
+func (c *Command) runnable() bool { return c.Run != nil }
 
 // flagSet is the command's flag set: the shared settings it takes, stored
-// in g, then --help and its own flags, in the order help lists them. It
-// returns the function that runs the command with them.
-func (c *Command) flagSet(g *Globals) (*pflag.FlagSet, func(*Env, []string) error) {
+// in g, then --help and its own flags, in the order help lists them.
+func (c *Command) flagSet(g *Globals) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("muster "+c.Path(), pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
 	addGlobalFlags(fs, g, c.Global, c.HostConfig)
 	fs.BoolP("help", "h", false, "show this help")
-	if c.Setup != nil {
-		return fs, c.Setup(fs)
-	}
 	if c.Flags != nil {
 		c.Flags(fs)
 	}
-	return fs, c.Run
+	return fs
 }

@@ -37,7 +37,7 @@ func flagsOf(t *testing.T, c *Command) (names []string) {
 			t.Errorf("muster %s: defining flags: %v", c.Path(), r)
 		}
 	}()
-	fs, _ := c.flagSet(&Globals{})
+	fs := c.flagSet(&Globals{})
 	fs.VisitAll(func(f *pflag.Flag) {
 		if f.Name != "help" {
 			names = append(names, f.Name)

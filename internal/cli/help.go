@@ -47,7 +47,7 @@ func printHelp(w io.Writer, c *Command) {
 		return
 	}
 	fmt.Fprintf(w, "usage: %s\n\n%s\n", strings.ReplaceAll(strings.TrimSpace(c.Usage), "\n", "\n       "), strings.TrimSpace(c.Long))
-	fs, _ := c.flagSet(&Globals{Config: DefaultConfig, State: DefaultState})
+	fs := c.flagSet(&Globals{Config: DefaultConfig, State: DefaultState})
 	if u := flagUsages(fs); u != "" {
 		fmt.Fprintf(w, "\noptions:\n%s", u)
 	}
