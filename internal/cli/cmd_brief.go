@@ -216,6 +216,9 @@ func runBriefList(env *Env, o briefListOptions, args []string) error {
 	if err := needArgs(args, 0, 0, ""); err != nil {
 		return err
 	}
+	if o.Table && o.JSON {
+		return fault.Usagef("--table and --json exclude each other")
+	}
 	_, reg, briefs, err := openFleet(env)
 	if err != nil {
 		return err
