@@ -17,14 +17,18 @@ import (
 
 // briefOptions are the flags of muster brief, run on a host.
 type briefOptions struct {
-	JSON bool
-	TOML bool
-	Send bool
+	Output output
+	Send   bool
 }
 
+// The briefing's own formats, as brief and brief show offer them.
+var (
+	briefingJSONFlag = formatFlag{jsonFormat, "print the briefing as JSON"}
+	briefingTOMLFlag = formatFlag{tomlFormat, "print the briefing as TOML"}
+)
+
 func (o *briefOptions) addFlags(fs *pflag.FlagSet) {
-	fs.BoolVar(&o.JSON, "json", false, "print the briefing as JSON")
-	fs.BoolVar(&o.TOML, "toml", false, "print the briefing as TOML")
+	o.Output.addFlags(fs, briefingJSONFlag, briefingTOMLFlag)
 	fs.BoolVar(&o.Send, "send", false, "write the briefing to the spool")
 }
 
@@ -67,8 +71,9 @@ func runBrief(env *Env, o briefOptions, args []string) error {
 	if err := needArgs(args, 0, 0, ""); err != nil {
 		return err
 	}
-	if o.JSON && o.TOML {
-		return fault.Usagef("--json and --toml exclude each other")
+	f, err := o.Output.chosen()
+	if err != nil {
+		return err
 	}
 	cfg, id, err := openHost(env)
 	if err != nil {
@@ -93,7 +98,7 @@ func runBrief(env *Env, o briefOptions, args []string) error {
 	} else {
 		b = brief.Run(env.Ctx, benv)
 	}
-	if err := printBriefing(env.Stdio.Out, b, o.JSON, o.TOML); err != nil {
+	if err := printBriefing(env.Stdio.Out, b, f); err != nil {
 		return err
 	}
 	if o.Send {
@@ -108,11 +113,11 @@ type briefingJSON struct {
 	Outcome string `json:"outcome"`
 }
 
-func printBriefing(w io.Writer, b *brief.Briefing, asJSON, asTOML bool) error {
-	switch {
-	case asJSON:
+func printBriefing(w io.Writer, b *brief.Briefing, f format) error {
+	switch f {
+	case jsonFormat:
 		return writeJSON(w, briefingJSON{b, eligibilityWord(b)})
-	case asTOML:
+	case tomlFormat:
 		return toml.NewEncoder(w).Encode(b)
 	}
 	fmt.Fprintf(w, "briefing of %s at %s: %s\n", b.Node, b.Time.UTC().Format("2006-01-02 15:04:05 UTC"), eligibilityWord(b))
@@ -142,11 +147,11 @@ func eligibility(b *brief.Briefing) (string, []outcome.Line) {
 
 // briefShowOptions are the flags of muster brief show.
 type briefShowOptions struct {
-	JSON bool
+	Output output
 }
 
 func (o *briefShowOptions) addFlags(fs *pflag.FlagSet) {
-	fs.BoolVar(&o.JSON, "json", false, "print the briefing as JSON")
+	o.Output.addFlags(fs, briefingJSONFlag)
 }
 
 func cmdBriefShow() *Command {
@@ -169,6 +174,10 @@ func runBriefShow(env *Env, o briefShowOptions, args []string) error {
 	if err := needArgs(args, 1, 1, "node NAME"); err != nil {
 		return err
 	}
+	f, err := o.Output.chosen()
+	if err != nil {
+		return err
+	}
 	_, reg, briefs, err := openFleet(env)
 	if err != nil {
 		return err
@@ -181,18 +190,16 @@ func runBriefShow(env *Env, o briefShowOptions, args []string) error {
 	if b == nil {
 		return fmt.Errorf("node %s has sent no briefing yet", args[0])
 	}
-	return printBriefing(env.Stdio.Out, b, o.JSON, false)
+	return printBriefing(env.Stdio.Out, b, f)
 }
 
 // briefListOptions are the flags of muster brief list.
 type briefListOptions struct {
-	Table bool
-	JSON  bool
+	Output output
 }
 
 func (o *briefListOptions) addFlags(fs *pflag.FlagSet) {
-	fs.BoolVar(&o.Table, "table", false, "a table for people")
-	fs.BoolVar(&o.JSON, "json", false, "versioned JSON for machines")
+	o.Output.addFlags(fs, tableFlag, jsonFlag)
 }
 
 func cmdBriefList() *Command {
@@ -216,8 +223,9 @@ func runBriefList(env *Env, o briefListOptions, args []string) error {
 	if err := needArgs(args, 0, 0, ""); err != nil {
 		return err
 	}
-	if o.Table && o.JSON {
-		return fault.Usagef("--table and --json exclude each other")
+	f, err := o.Output.chosen()
+	if err != nil {
+		return err
 	}
 	_, reg, briefs, err := openFleet(env)
 	if err != nil {
@@ -233,7 +241,7 @@ func runBriefList(env *Env, o briefListOptions, args []string) error {
 		}
 		rows = append(rows, r)
 	}
-	return printBriefList(env.Stdio.Out, rows, o.Table, o.JSON)
+	return printBriefList(env.Stdio.Out, rows, f)
 }
 
 // briefListRow is one node in brief list, and in its --json.
@@ -245,14 +253,14 @@ type briefListRow struct {
 	FailedLines []outcome.Line `json:"failed_lines,omitempty"`
 }
 
-func printBriefList(w io.Writer, rows []briefListRow, table, asJSON bool) error {
-	switch {
-	case asJSON:
+func printBriefList(w io.Writer, rows []briefListRow, f format) error {
+	switch f {
+	case jsonFormat:
 		if rows == nil {
 			rows = []briefListRow{}
 		}
 		return writeJSON(w, map[string]any{"version": 1, "briefings": rows})
-	case table:
+	case tableFormat:
 		var t [][]string
 		for _, r := range rows {
 			out := r.Outcome

@@ -22,14 +22,14 @@ import (
 type declareOptions struct {
 	Check    bool
 	DryRun   bool
-	JSON     bool
+	Output   output
 	ValidFor string
 }
 
 func (o *declareOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Check, "check", false, "validate only; needs no mesh and writes nothing")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "show per node what would change against the previous generation; write nothing")
-	fs.BoolVar(&o.JSON, "json", false, "print the result as versioned JSON")
+	o.Output.addFlags(fs, formatFlag{jsonFormat, "print the result as versioned JSON"})
 	fs.StringVar(&o.ValidFor, "valid-for", "", "sign an expiry into the commit: hosts report the generation expired this long after it is declared (such as 36h or 7d)")
 }
 
@@ -102,6 +102,10 @@ func runDeclare(env *Env, o declareOptions, args []string) error {
 	if o.Check && o.DryRun {
 		return fault.Usagef("--check and --dry-run exclude each other")
 	}
+	f, err := o.Output.chosen()
+	if err != nil {
+		return err
+	}
 	var valid time.Duration
 	if o.ValidFor != "" {
 		d, err := parseDays(o.ValidFor)
@@ -115,7 +119,7 @@ func runDeclare(env *Env, o declareOptions, args []string) error {
 		return err
 	}
 	if o.Check {
-		if o.JSON {
+		if f == jsonFormat {
 			return writeJSON(env.Stdio.Out, map[string]any{"version": 1, "valid": true, "files": args})
 		}
 		fmt.Fprintf(env.Stdio.Out, "declaration valid: %s\n", strings.Join(args, " "))
@@ -148,7 +152,7 @@ func runDeclare(env *Env, o declareOptions, args []string) error {
 	for _, u := range res.Unsealable {
 		env.Warnf("%s gets nothing new: its bundle cannot be sealed; give it a new key pair: muster enrol issue %s --reenrol, then join the host again with that token and --force", u.Name, u.Name)
 	}
-	if o.JSON {
+	if f == jsonFormat {
 		return writeJSON(env.Stdio.Out, struct {
 			Version int `json:"version"`
 			*declare.Result

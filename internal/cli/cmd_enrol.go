@@ -316,13 +316,11 @@ type listToken struct {
 
 // enrolListOptions are the flags of muster enrol list.
 type enrolListOptions struct {
-	Table bool
-	JSON  bool
+	Output output
 }
 
 func (o *enrolListOptions) addFlags(fs *pflag.FlagSet) {
-	fs.BoolVar(&o.Table, "table", false, "a table for people")
-	fs.BoolVar(&o.JSON, "json", false, "versioned JSON for machines")
+	o.Output.addFlags(fs, tableFlag, jsonFlag)
 }
 
 func cmdEnrolList() *Command {
@@ -356,8 +354,9 @@ func runEnrolList(env *Env, o enrolListOptions, args []string) error {
 	if err := needArgs(args, 0, 0, ""); err != nil {
 		return err
 	}
-	if o.Table && o.JSON {
-		return fault.Usagef("--table and --json exclude each other")
+	f, err := o.Output.chosen()
+	if err != nil {
+		return err
 	}
 	m, reg, briefs, err := openFleet(env)
 	if err != nil {
@@ -371,7 +370,7 @@ func runEnrolList(env *Env, o enrolListOptions, args []string) error {
 	for _, is := range unused {
 		tokens = append(tokens, listToken{is.TokenID, is.Name, is.Reenrol, is.IssuedAt, is.Expires})
 	}
-	return printList(env.Stdio.Out, listNodes(reg, briefs), tokens, o.Table, o.JSON)
+	return printList(env.Stdio.Out, listNodes(reg, briefs), tokens, f)
 }
 
 // listNodes is every node ever enrolled, with its eligibility computed from
@@ -399,13 +398,14 @@ func listNodes(reg *enrol.Registry, briefs map[string]*brief.Briefing) []listNod
 	return nodes
 }
 
-func printList(w io.Writer, nodes []listNode, tokens []listToken, table, asJSON bool) error {
-	if asJSON {
+func printList(w io.Writer, nodes []listNode, tokens []listToken, f format) error {
+	if f == jsonFormat {
 		if nodes == nil {
 			nodes = []listNode{}
 		}
 		return writeJSON(w, map[string]any{"version": listJSONVersion, "nodes": nodes, "tokens": tokens})
 	}
+	table := f == tableFormat
 	if err := printNodes(w, nodes, table); err != nil {
 		return err
 	}

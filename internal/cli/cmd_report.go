@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
 	"github.com/spf13/pflag"
 
 	"github.com/muster-tool/muster/internal/fault"
@@ -21,8 +20,7 @@ import (
 // reportOptions are the flags of muster report.
 type reportOptions struct {
 	Generation generationFlag
-	Table      bool
-	JSON       bool
+	Output     output
 	Sort       string
 	All        bool
 	History    bool
@@ -31,8 +29,7 @@ type reportOptions struct {
 
 func (o *reportOptions) addFlags(fs *pflag.FlagSet) {
 	fs.Var(&o.Generation, "generation", "report on generation `N` instead of the newest committed")
-	fs.BoolVar(&o.Table, "table", false, "a table for people")
-	fs.BoolVar(&o.JSON, "json", false, "versioned JSON for machines")
+	o.Output.addFlags(fs, tableFlag, jsonFlag)
 	fs.StringVar(&o.Sort, "sort", "name", "order nodes by `KEY`: name, status or contact")
 	fs.BoolVar(&o.All, "all", false, "also list applied and decommissioned nodes, and every refused or flagged report")
 	fs.BoolVar(&o.History, "history", false, "show every generation with its applied, failed and outstanding counts as of now")
@@ -101,7 +98,8 @@ muster report --history --table`,
 // generation, or with --history on every generation, and exits with the
 // status --fail-on asks for.
 func runReport(env *Env, o reportOptions, args []string) error {
-	if err := checkReportFlags(o); err != nil {
+	f, err := checkReportFlags(o)
+	if err != nil {
 		return err
 	}
 	tuneGCForReading()
@@ -130,42 +128,44 @@ func runReport(env *Env, o reportOptions, args []string) error {
 		return err
 	}
 	warnObjects(env, v, o.All)
-	if err := printReport(env.Stdio.Out, o, v, hist, env.Now()); err != nil {
+	if err := printReport(env.Stdio.Out, f, o, v, hist, env.Now()); err != nil {
 		return err
 	}
 	return failOnStatus(v.Totals, o.FailOn)
 }
 
-// checkReportFlags refuses flags that exclude each other and values report
-// does not know, before anything is read.
-func checkReportFlags(o reportOptions) error {
-	if o.Table && o.JSON {
-		return fault.Usagef("--table and --json exclude each other")
+// checkReportFlags returns the output format asked for, and refuses flags
+// that exclude each other and values report does not know, before
+// anything is read.
+func checkReportFlags(o reportOptions) (format, error) {
+	f, err := o.Output.chosen()
+	if err != nil {
+		return f, err
 	}
 	if o.History && o.Generation != 0 {
-		return fault.Usagef("--history and --generation exclude each other")
+		return f, fault.Usagef("--history and --generation exclude each other")
 	}
 	switch o.FailOn {
 	case "failed", "outstanding", "none":
 	default:
-		return fault.Usagef("--fail-on %q: want failed, outstanding or none", o.FailOn)
+		return f, fault.Usagef("--fail-on %q: want failed, outstanding or none", o.FailOn)
 	}
-	return report.SortNodes(nil, o.Sort)
+	return f, report.SortNodes(nil, o.Sort)
 }
 
-// printReport prints the view, or with --history the history, in the
-// format the flags ask for.
-func printReport(w io.Writer, o reportOptions, v *report.View, hist []report.HistoryEntry, now time.Time) error {
+// printReport prints the view, or with --history the history, in format
+// f.
+func printReport(w io.Writer, f format, o reportOptions, v *report.View, hist []report.HistoryEntry, now time.Time) error {
 	switch {
-	case o.History && o.JSON:
+	case o.History && f == jsonFormat:
 		return report.WriteHistoryJSON(w, hist)
-	case o.History && o.Table:
+	case o.History && f == tableFormat:
 		return historyTable(w, hist, now)
 	case o.History:
 		historySummary(w, hist, now)
-	case o.JSON:
+	case f == jsonFormat:
 		return report.WriteJSON(w, v, o.All)
-	case o.Table:
+	case f == tableFormat:
 		return reportTable(w, v, o.All, now)
 	default:
 		reportSummary(w, v, o.All, now)
@@ -411,65 +411,6 @@ func reportTable(w io.Writer, v *report.View, all bool, now time.Time) error {
 		rows = append(rows, []string{wrap(o.Name, tableWidth-4) + "\n" + wrap(o.Node+" "+o.Kind+": "+o.Reason, tableWidth-4)})
 	}
 	return fittedTable(w, []string{"REFUSED AND FLAGGED REPORTS"}, rows)
-}
-
-// fittedTable draws a table whose cells were already wrapped to fit
-// tableWidth: tablewriter is told not to wrap them again.
-func fittedTable(w io.Writer, header []string, rows [][]string) error {
-	ew := &firstError{w: w}
-	t := tablewriter.NewWriter(ew)
-	t.SetHeader(header)
-	t.SetAutoFormatHeaders(false)
-	t.SetAutoWrapText(false)
-	t.SetHeaderAlignment(tablewriter.ALIGN_LEFT)
-	t.SetAlignment(tablewriter.ALIGN_LEFT)
-	t.SetRowLine(true)
-	t.AppendBulk(rows)
-	t.Render()
-	return ew.err
-}
-
-// firstError keeps the first error of the writes through it, for a writer
-// (the table's) that drops them.
-type firstError struct {
-	w   io.Writer
-	err error
-}
-
-func (f *firstError) Write(p []byte) (int, error) {
-	if f.err != nil {
-		return 0, f.err
-	}
-	n, err := f.w.Write(p)
-	f.err = err
-	return n, err
-}
-
-// wrap breaks s into lines of at most width characters, at spaces where
-// it can and inside words (long paths) where it must.
-func wrap(s string, width int) string {
-	var lines []string
-	line := ""
-	for _, word := range strings.Fields(s) {
-		for len(word) > width {
-			if line != "" {
-				lines, line = append(lines, line), ""
-			}
-			lines, word = append(lines, word[:width]), word[width:]
-		}
-		switch {
-		case line == "":
-			line = word
-		case len(line)+1+len(word) <= width:
-			line += " " + word
-		default:
-			lines, line = append(lines, line), word
-		}
-	}
-	if line != "" {
-		lines = append(lines, line)
-	}
-	return strings.Join(lines, "\n")
 }
 
 func historySummary(w io.Writer, h []report.HistoryEntry, now time.Time) {

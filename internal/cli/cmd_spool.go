@@ -50,14 +50,14 @@ type syncJSON struct {
 type spoolSyncOptions struct {
 	Check   bool
 	DryRun  bool
-	JSON    bool
+	Output  output
 	Workers int
 }
 
 func (o *spoolSyncOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Check, "check", false, "compare the content of objects both spools have, not only their size")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "read and check what would be copied, write nothing")
-	fs.BoolVar(&o.JSON, "json", false, "versioned JSON summary for machines")
+	o.Output.addFlags(fs, formatFlag{jsonFormat, "versioned JSON summary for machines"})
 	fs.IntVar(&o.Workers, "workers", spool.DefaultSyncWorkers, "copy `N` objects at once")
 }
 
@@ -110,6 +110,10 @@ func runSpoolSync(env *Env, o spoolSyncOptions, args []string) error {
 	if o.Workers < 1 {
 		return fault.Usagef("--workers %d: want at least 1", o.Workers)
 	}
+	f, err := o.Output.chosen()
+	if err != nil {
+		return err
+	}
 	src, err := spool.Open(args[0])
 	if err != nil {
 		return err
@@ -132,7 +136,7 @@ func runSpoolSync(env *Env, o spoolSyncOptions, args []string) error {
 	opts.Progress, clearBar = syncProgress(env.Stdio.Err)
 	res, err := spool.Sync(env.Ctx, src, dst, opts)
 	clearBar()
-	if perr := printSync(env, o, src, dst, res); perr != nil && err == nil {
+	if perr := printSync(env, f, o.DryRun, src, dst, res); perr != nil && err == nil {
 		err = perr
 	}
 	switch {
@@ -171,20 +175,20 @@ func syncProgress(w io.Writer) (progress func(spool.SyncProgress), clear func())
 
 // printSync names each conflict and damaged object on stderr and prints
 // the summary, or with --json the result, on stdout.
-func printSync(env *Env, o spoolSyncOptions, src, dst spool.Spool, res spool.SyncResult) error {
+func printSync(env *Env, f format, dryRun bool, src, dst spool.Spool, res spool.SyncResult) error {
 	for _, c := range res.Conflicts {
 		fmt.Fprintf(env.Stdio.Err, "muster: error: conflict %s: %s\n", c.Name, c.Detail)
 	}
 	for _, d := range res.Damaged {
 		fmt.Fprintf(env.Stdio.Err, "muster: error: damaged %s: %s\n", d.Name, d.Detail)
 	}
-	if o.JSON {
-		return writeJSON(env.Stdio.Out, syncJSON{Version: spoolJSONVersion, Source: src.String(), Destination: dst.String(), DryRun: o.DryRun,
+	if f == jsonFormat {
+		return writeJSON(env.Stdio.Out, syncJSON{Version: spoolJSONVersion, Source: src.String(), Destination: dst.String(), DryRun: dryRun,
 			Copied: res.Copied, Skipped: res.Skipped, Bytes: res.Bytes,
 			Conflicts: orEmpty(res.Conflicts), Damaged: orEmpty(res.Damaged)})
 	}
 	verb := "copied"
-	if o.DryRun {
+	if dryRun {
 		verb = "would copy"
 	}
 	fmt.Fprintf(env.Stdio.Out, "%s %s (%s) from %s to %s; %d already there\n",
@@ -230,11 +234,11 @@ type verifyJSON struct {
 
 // spoolVerifyOptions are the flags of muster spool verify.
 type spoolVerifyOptions struct {
-	JSON bool
+	Output output
 }
 
 func (o *spoolVerifyOptions) addFlags(fs *pflag.FlagSet) {
-	fs.BoolVar(&o.JSON, "json", false, "versioned JSON for machines")
+	o.Output.addFlags(fs, jsonFlag)
 }
 
 func cmdSpoolVerify() *Command {
@@ -280,6 +284,10 @@ func runSpoolVerify(env *Env, o spoolVerifyOptions, args []string) error {
 	if err := needArgs(args, 0, 0, ""); err != nil {
 		return err
 	}
+	f, err := o.Output.chosen()
+	if err != nil {
+		return err
+	}
 	sp, err := spool.Open(env.Global.Spool)
 	if err != nil {
 		return err
@@ -288,7 +296,7 @@ func runSpoolVerify(env *Env, o spoolVerifyOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	if o.JSON {
+	if f == jsonFormat {
 		problems := rep.Problems
 		if problems == nil {
 			problems = []spoolcheck.Problem{}
@@ -304,7 +312,7 @@ func runSpoolVerify(env *Env, o spoolVerifyOptions, args []string) error {
 	if len(rep.Problems) > 0 {
 		return fmt.Errorf("spool %s: %s in %s", sp, count(len(rep.Problems), "problem"), count(rep.Objects, "object"))
 	}
-	if !o.JSON {
+	if f != jsonFormat {
 		fmt.Fprintf(env.Stdio.Out, "spool %s: %s (%s), no problems\n", sp, count(rep.Objects, "object"), sizeString(rep.Bytes))
 	}
 	return nil

@@ -45,11 +45,11 @@ type repoAddPackage struct {
 
 // spoolRepoAddOptions are the flags of muster spool repo add.
 type spoolRepoAddOptions struct {
-	JSON bool
+	Output output
 }
 
 func (o *spoolRepoAddOptions) addFlags(fs *pflag.FlagSet) {
-	fs.BoolVar(&o.JSON, "json", false, "versioned JSON for machines")
+	o.Output.addFlags(fs, jsonFlag)
 }
 
 func cmdSpoolRepoAdd() *Command {
@@ -92,6 +92,10 @@ func runSpoolRepoAdd(env *Env, o spoolRepoAddOptions, args []string) error {
 	if err := needArgs(args, 1, -1, "package files"); err != nil {
 		return err
 	}
+	f, err := o.Output.chosen()
+	if err != nil {
+		return err
+	}
 	var debs []*repo.Deb
 	for _, path := range args {
 		d, err := repo.ReadDeb(env.Ctx, path)
@@ -108,7 +112,7 @@ func runSpoolRepoAdd(env *Env, o spoolRepoAddOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	if o.JSON {
+	if f == jsonFormat {
 		out := repoAddJSON{Version: repoAddJSONVersion, Spool: m.Spool.String(), Index: res.Index, Packages: []repoAddPackage{}}
 		for _, p := range res.Packages {
 			out.Packages = append(out.Packages, repoAddPackage{File: p.Path, Name: p.Name, Version: p.Version, Arch: p.Arch,

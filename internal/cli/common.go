@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -77,47 +76,6 @@ func replacesNote(old string) string {
 		return ""
 	}
 	return " (identity " + old + " revoked)"
-}
-
-// writeJSON writes v as indented JSON.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// tableWidth is the width of every --table: readable in 80 columns.
-const tableWidth = 80
-
-// renderTable draws a table for people, in tableWidth columns: the last
-// column, where the long text goes, is wrapped to what the others leave.
-func renderTable(w io.Writer, header []string, rows [][]string) error {
-	widths := make([]int, len(header))
-	for i, h := range header {
-		widths[i] = len(h)
-	}
-	for _, r := range rows {
-		for i, c := range r[:len(r)-1] {
-			for _, l := range strings.Split(c, "\n") {
-				widths[i] = max(widths[i], len(l))
-			}
-		}
-	}
-	last := tableWidth - 1 - 3*len(header)
-	for _, wd := range widths[:len(widths)-1] {
-		last -= wd
-	}
-	last = max(last, 10)
-	fitted := make([][]string, len(rows))
-	for i, r := range rows {
-		fitted[i] = append([]string(nil), r...)
-		var parts []string
-		for _, l := range strings.Split(r[len(r)-1], "\n") {
-			parts = append(parts, wrap(l, last))
-		}
-		fitted[i][len(r)-1] = strings.Join(parts, "\n")
-	}
-	return fittedTable(w, header, fitted)
 }
 
 // isTerminal reports whether w is a terminal.
