@@ -181,25 +181,32 @@ func addGlobalFlags(fs *pflag.FlagSet, g *Globals, which []string, hostConfig bo
 
 var allGlobals = []string{"spool", "mesh", "config", "state", "root"}
 
-func run(env *Env, args []string) error {
-	cmds := commands()
-	// Global flags may come before the verb.
+// rootFlagSet is the flags that may come before the command: every
+// shared setting, stored in g, --help and --version.
+func rootFlagSet(g *Globals) *pflag.FlagSet {
 	root := pflag.NewFlagSet("muster", pflag.ContinueOnError)
 	root.SetInterspersed(false)
 	root.SetOutput(io.Discard)
-	addGlobalFlags(root, env.Global, allGlobals, false)
-	help := root.BoolP("help", "h", false, "show help")
-	showVersion := root.Bool("version", false, "print the version")
+	addGlobalFlags(root, g, allGlobals, false)
+	root.BoolP("help", "h", false, "show help")
+	root.Bool("version", false, "print the version")
+	return root
+}
+
+func run(env *Env, args []string) error {
+	cmds := commands()
+	root := rootFlagSet(env.Global)
 	if err := root.Parse(args); err != nil {
 		return usageError(err.Error(), "muster help")
 	}
-	if *showVersion {
+	if v, _ := root.GetBool("version"); v {
 		fmt.Fprintf(env.Stdio.Out, "muster %s\n", Version())
 		return nil
 	}
 	args = root.Args()
-	if *help || len(args) == 0 {
-		if len(args) == 0 && !*help {
+	help, _ := root.GetBool("help")
+	if help || len(args) == 0 {
+		if len(args) == 0 && !help {
 			printOverview(env.Stdio.Err, cmds)
 			return quietly(fault.Usage)
 		}

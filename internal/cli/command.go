@@ -2,6 +2,7 @@ package cli
 
 import (
 	"io"
+	"strings"
 
 	"github.com/spf13/pflag"
 )
@@ -102,4 +103,40 @@ func (c *Command) flagSet(g *Globals) *pflag.FlagSet {
 		c.Flags(fs)
 	}
 	return fs
+}
+
+// flagSpec is one flag of a command as its help shows it and as a shell
+// completion offers it.
+type flagSpec struct {
+	Name      string // the long name, without dashes
+	Shorthand string // the one-letter name, or ""
+	// Value names what the flag takes, as help shows it: FILE, DIR,
+	// SPOOL, N, DURATION...; "" for a switch.
+	Value string
+	// Type is the Go type of the value as pflag names it: bool, string,
+	// int, uint, duration, stringArray (a flag that repeats).
+	Type    string
+	Usage   string // what it does
+	Default string // the default help shows, or ""
+}
+
+// flags lists the command's flags in the order its help shows them.
+func (c *Command) flags() []flagSpec {
+	var specs []flagSpec
+	fs := c.flagSet(&Globals{Config: DefaultConfig, State: DefaultState})
+	fs.VisitAll(func(f *pflag.Flag) {
+		value, usage := pflag.UnquoteUsage(f)
+		if f.Value.Type() == "bool" {
+			value = ""
+		} else if value == "" {
+			value = "VALUE"
+		}
+		def := f.DefValue
+		if def == "false" || def == "[]" || def == "0s" {
+			def = ""
+		}
+		specs = append(specs, flagSpec{Name: f.Name, Shorthand: f.Shorthand, Value: strings.ToUpper(value),
+			Type: f.Value.Type(), Usage: usage, Default: def})
+	})
+	return specs
 }

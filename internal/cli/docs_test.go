@@ -8,8 +8,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-
-	"github.com/spf13/pflag"
 )
 
 // leaves returns every runnable command.
@@ -37,12 +35,11 @@ func flagsOf(t *testing.T, c *Command) (names []string) {
 			t.Errorf("muster %s: defining flags: %v", c.Path(), r)
 		}
 	}()
-	fs := c.flagSet(&Globals{})
-	fs.VisitAll(func(f *pflag.Flag) {
+	for _, f := range c.flags() {
 		if f.Name != "help" {
 			names = append(names, f.Name)
 		}
-	})
+	}
 	return names
 }
 
@@ -73,6 +70,39 @@ func TestEveryCommandIsDocumented(t *testing.T) {
 			t.Errorf("muster %s: short help %q: lowercase, no trailing period", c.Path(), c.Short)
 		}
 		flagsOf(t, c)
+	}
+}
+
+// TestFlagsSayWhatTheyTake: the table tells help, and the shell
+// completions, what each flag takes: a file, a directory, a spool, a
+// number, a duration, or nothing for a switch.
+func TestFlagsSayWhatTheyTake(t *testing.T) {
+	want := map[string]map[string]string{
+		"apply": {"config": "FILE string", "state": "DIR string", "spool": "SPOOL string",
+			"root": "DIR string", "dry-run": " bool", "timeout": "DURATION duration", "help": " bool"},
+		"report":      {"mesh": "DIR string", "generation": "N uint", "table": " bool", "json": " bool", "sort": "KEY string"},
+		"brief":       {"json": " bool", "toml": " bool"},
+		"enrol issue": {"label": "KEY=VALUE stringArray", "expires": "DURATION duration"},
+		"enrol join":  {"token-file": "FILE string", "force": " bool"},
+		"spool sync":  {"workers": "N int", "json": " bool"},
+	}
+	for _, c := range leaves() {
+		for _, f := range c.flags() {
+			if (f.Type == "bool") != (f.Value == "") {
+				t.Errorf("muster %s --%s: type %s, value %q: a switch takes no value, every other flag names one", c.Path(), f.Name, f.Type, f.Value)
+			}
+			if w, ok := want[c.Path()][f.Name]; ok {
+				if got := f.Value + " " + f.Type; got != w {
+					t.Errorf("muster %s --%s takes %q, want %q", c.Path(), f.Name, got, w)
+				}
+				delete(want[c.Path()], f.Name)
+			}
+		}
+	}
+	for cmd, flags := range want {
+		for f := range flags {
+			t.Errorf("muster %s has no flag --%s", cmd, f)
+		}
 	}
 }
 

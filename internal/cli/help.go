@@ -5,8 +5,6 @@ import (
 	"io"
 	"sort"
 	"strings"
-
-	"github.com/spf13/pflag"
 )
 
 func printOverview(w io.Writer, cmds []*Command) {
@@ -47,8 +45,7 @@ func printHelp(w io.Writer, c *Command) {
 		return
 	}
 	fmt.Fprintf(w, "usage: %s\n\n%s\n", strings.ReplaceAll(strings.TrimSpace(c.Usage), "\n", "\n       "), strings.TrimSpace(c.Long))
-	fs := c.flagSet(&Globals{Config: DefaultConfig, State: DefaultState})
-	if u := flagUsages(fs); u != "" {
+	if u := flagUsages(c.flags()); u != "" {
 		fmt.Fprintf(w, "\noptions:\n%s", u)
 	}
 	if c.Examples != "" {
@@ -73,11 +70,11 @@ func printHelp(w io.Writer, c *Command) {
 
 // flagUsages lists a command's options, one per line, the way its man page
 // does: "--name VALUE  what it does (default ...)".
-func flagUsages(fs *pflag.FlagSet) string {
+func flagUsages(flags []flagSpec) string {
 	type row struct{ left, right string }
 	var rows []row
 	width := 0
-	fs.VisitAll(func(f *pflag.Flag) {
+	for _, f := range flags {
 		left := "  "
 		if f.Shorthand != "" {
 			left += "-" + f.Shorthand + ", "
@@ -85,21 +82,16 @@ func flagUsages(fs *pflag.FlagSet) string {
 			left += "    "
 		}
 		left += "--" + f.Name
-		varname, usage := pflag.UnquoteUsage(f)
-		if f.Value.Type() != "bool" {
-			if varname == "" {
-				varname = "VALUE"
-			}
-			left += " " + strings.ToUpper(varname)
+		if f.Value != "" {
+			left += " " + f.Value
 		}
-		if d := f.DefValue; d != "" && d != "false" && d != "[]" && d != "0s" {
-			usage += " (default " + d + ")"
+		usage := f.Usage
+		if f.Default != "" {
+			usage += " (default " + f.Default + ")"
 		}
-		if len(left) > width {
-			width = len(left)
-		}
+		width = max(width, len(left))
 		rows = append(rows, row{left, usage})
-	})
+	}
 	var b strings.Builder
 	for _, r := range rows {
 		fmt.Fprintf(&b, "%-*s  %s\n", width, r.left, r.right)
