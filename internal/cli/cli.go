@@ -169,7 +169,7 @@ func addGlobalFlags(fs *pflag.FlagSet, g *Globals, which []string, hostConfig bo
 		case "config":
 			fs.StringVar(&g.Config, "config", g.Config, "the host config `FILE`")
 		case "root":
-			fs.StringVar(&g.Root, "root", g.Root, "apply everything inside directory `DIR` instead of /")
+			fs.StringVar(&g.Root, "root", g.Root, "apply everything inside directory `DIR` instead of / (or the root the host config records)")
 		}
 		if hostConfig && (w == "spool" || w == "state") {
 			// The host config wins over the environment and the

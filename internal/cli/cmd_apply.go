@@ -96,7 +96,7 @@ func runApply(env *Env, o applyOptions, args []string) error {
 	if o.SelfCheck {
 		return runSelfCheck(env, o, cfg, id)
 	}
-	root := env.Global.RootDir()
+	root := cfg.Root
 	if root != "/" && !o.DryRun {
 		// A directory tree standing for a host gets the package
 		// database skeleton it needs.

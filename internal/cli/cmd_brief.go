@@ -84,7 +84,7 @@ func runBrief(env *Env, o briefOptions, args []string) error {
 		return err
 	}
 	th := cfg.Brief.WithDefaults()
-	benv := brief.Env{Node: cfg.Node, Root: env.Global.RootDir(), State: cfg.State, Spool: sp,
+	benv := brief.Env{Node: cfg.Node, Root: cfg.Root, State: cfg.State, Spool: sp,
 		MinFreeStateMB: th.MinFreeStateMB, MinFreeRootMB: th.MinFreeRootMB, Version: Version(), Now: env.Now()}
 	if pub, err := mesh.FetchPublished(env.Ctx, sp, id.Mesh); err == nil {
 		benv.MeshCreated = pub.Created

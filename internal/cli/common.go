@@ -12,6 +12,7 @@ import (
 
 	"github.com/muster-tool/muster/internal/brief"
 	"github.com/muster-tool/muster/internal/enrol"
+	"github.com/muster-tool/muster/internal/fault"
 	"github.com/muster-tool/muster/internal/host"
 	"github.com/muster-tool/muster/internal/mesh"
 )
@@ -32,6 +33,16 @@ func openHost(env *Env) (*host.Config, *host.Identity, error) {
 	}
 	if env.Changed("spool") {
 		cfg.Spool = env.Global.Spool
+	}
+	if env.Changed("root") {
+		cfg.Root = env.Global.Root
+	}
+	if cfg.Root == "" {
+		cfg.Root = "/"
+	}
+	if fi, err := os.Stat(cfg.Root); err != nil || !fi.IsDir() {
+		return nil, nil, fault.WithHint(fault.Usagef("root directory %s does not exist", cfg.Root),
+			"give the directory the host's files are under (an image being built), or make it first")
 	}
 	id, err := host.LoadIdentity(cfg)
 	return cfg, id, err

@@ -155,6 +155,13 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 	}
 	cfg := *prev
 	cfg.Spool, cfg.Node, cfg.State = o.Spool, tok.Name, o.State
+	if o.Root != "" && filepath.Clean(o.Root) != "/" {
+		// A host joined for a directory tree (an image) applies to that
+		// tree unless told otherwise, never to / by a forgotten flag.
+		if cfg.Root, err = filepath.Abs(o.Root); err != nil {
+			return nil, err
+		}
+	}
 	if o.Brief != (host.BriefConfig{}) {
 		cfg.Brief = o.Brief
 	}

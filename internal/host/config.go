@@ -26,6 +26,11 @@ type Config struct {
 	Node string `toml:"node"`
 	// State is the state directory.
 	State string `toml:"state"`
+	// Root is the directory tree this host's resources are under, when
+	// it is not / (an image being built): recorded by enrol join --root,
+	// so that a forgotten --root never applies to / what was meant for
+	// the tree.
+	Root string `toml:"root,omitempty"`
 	// Brief holds briefing thresholds.
 	Brief BriefConfig `toml:"brief"`
 	// Apt tunes the Debian package backend.
