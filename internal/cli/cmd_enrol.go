@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/term"
 
 	"github.com/muster-tool/muster/internal/brief"
 	"github.com/muster-tool/muster/internal/enrol"
@@ -512,7 +513,8 @@ func cmdEnrolJoin() *Command {
 		Short: "join this host to the mesh with a token (host side)",
 		Long: `Join this host to the mesh. The token is read from standard input, or from
 --token-file; never from the command line, where shell history and ps would
-keep it. Whitespace around a pasted token is ignored.
+keep it. On a terminal it asks for the token and reads one line without
+echoing it. Whitespace around a pasted token is ignored.
 
 join checks the token's checksum and expiry, reads the mesh's public keys from
 the spool and pins them only if they match the fingerprint the token carries
@@ -550,9 +552,16 @@ func runEnrolJoin(env *Env, o enrolJoinOptions, args []string) error {
 	}
 	var raw []byte
 	var err error
-	if o.TokenFile != "" && o.TokenFile != "-" {
+	switch {
+	case o.TokenFile != "" && o.TokenFile != "-":
 		raw, err = os.ReadFile(o.TokenFile)
-	} else {
+	case isTerminalIn(env.Stdio.In):
+		// Pasted by hand: one line, not echoed (the token is a secret
+		// that would otherwise stay on the screen and in scrollback).
+		fmt.Fprint(env.Stdio.Err, "paste the token and press Enter: ")
+		raw, err = term.ReadPassword(int(env.Stdio.In.(*os.File).Fd()))
+		fmt.Fprintln(env.Stdio.Err)
+	default:
 		raw, err = io.ReadAll(io.LimitReader(env.Stdio.In, 4096))
 	}
 	if err != nil {

@@ -95,6 +95,12 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// isTerminalIn reports whether r is a terminal.
+func isTerminalIn(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
 // when shows a time as absolute UTC and its age, with no threshold.
 func when(t, now time.Time) string {
 	if t.IsZero() {
