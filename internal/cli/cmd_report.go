@@ -64,8 +64,10 @@ Reports are verified against the identity they are filed under. Reports
 from revoked or unknown identities and reports that fail verification are
 refused and counted; reports that claim a generation newer than the newest
 committed, or another node, are flagged with a warning; neither is counted.
---all lists them, and applied and decommissioned nodes too. Pending join
-requests are admitted first.
+--all lists them, and applied and decommissioned nodes too. report reads the
+mesh and changes nothing: join requests waiting to be admitted are counted on
+stderr and left to enrol admit and declare, so a monitoring job never admits
+a host.
 
 The default output is a summary: the totals, then one line per node that
 did not apply the generation. --table is for people, --json (versioned,
@@ -103,7 +105,7 @@ func runReport(env *Env, o reportOptions, args []string) error {
 		return err
 	}
 	tuneGCForReading()
-	m, reg, err := openAdmitted(env)
+	m, reg, err := openReadOnly(env)
 	if err != nil {
 		return err
 	}

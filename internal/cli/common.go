@@ -167,10 +167,44 @@ func openAdmitted(env *Env) (*mesh.Mesh, *enrol.Registry, error) {
 	return m, reg, nil
 }
 
-// openFleet is what most mesh commands start with: the mesh, its registry
-// with pending join requests admitted, and every node's newest briefing.
+// openReadOnly opens the mesh and its registry as they are, for commands
+// that read the mesh and must not change it (report, enrol list, brief
+// list and show): admission is enrol admit's and declare's, so a
+// monitoring job never admits a host. Join requests waiting are counted
+// on stderr.
+func openReadOnly(env *Env) (*mesh.Mesh, *enrol.Registry, error) {
+	m, err := openMesh(env)
+	if err != nil {
+		return nil, nil, err
+	}
+	reg, err := readOnlyAdmit(env, m)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, reg, nil
+}
+
+// readOnlyAdmit is openReadOnly's registry for openFleetWith.
+func readOnlyAdmit(env *Env, m *mesh.Mesh) (*enrol.Registry, error) {
+	reg, err := enrol.LoadRegistry(env.Ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	env.Warn(reg.Skipped)
+	if n, err := enrol.Pending(env.Ctx, m, reg); err == nil && n > 0 {
+		waits := "waits"
+		if n > 1 {
+			waits = "wait"
+		}
+		fmt.Fprintf(env.Stdio.Err, "muster: %s %s to be admitted (muster enrol admit, or the next declare)\n", plural(n, "join request"), waits)
+	}
+	return reg, nil
+}
+
+// openFleet is what the mesh commands that read start with: the mesh, its
+// registry as it is (nothing admitted), and every node's newest briefing.
 func openFleet(env *Env) (*mesh.Mesh, *enrol.Registry, map[string]*brief.Briefing, error) {
-	return openFleetWith(env, admitPending)
+	return openFleetWith(env, readOnlyAdmit)
 }
 
 // openFleetWith is openFleet with admit deciding the pending join

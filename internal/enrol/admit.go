@@ -112,15 +112,23 @@ func PreviewAdmit(ctx context.Context, m *mesh.Mesh, now time.Time) (*AdmitResul
 	return admit(ctx, m, now, false)
 }
 
-func admit(ctx context.Context, m *mesh.Mesh, now time.Time, write bool) (*AdmitResult, *Registry, error) {
-	reg, err := LoadRegistry(ctx, m)
-	if err != nil {
-		return nil, nil, err
+// Pending counts the join requests no admit has decided yet, for commands
+// that read the mesh and must not change it (report, enrol list): they
+// say how many wait, and leave admission to enrol admit and declare.
+func Pending(ctx context.Context, m *mesh.Mesh, reg *Registry) (int, error) {
+	byToken, err := pendingByToken(ctx, m, reg)
+	n := 0
+	for _, fps := range byToken {
+		n += len(fps)
 	}
-	// Pending requests by token: the token id is in each request's
-	// name, so they group before anything is decrypted.
+	return n, err
+}
+
+// pendingByToken lists the undecided join requests by token: the token id
+// is in each request's name, so they group before anything is decrypted.
+func pendingByToken(ctx context.Context, m *mesh.Mesh, reg *Registry) (map[string][]string, error) {
 	byToken := map[string][]string{}
-	if err := m.Spool.List(ctx, spool.EnrolJoinPrefix, func(i spool.Info) error {
+	err := m.Spool.List(ctx, spool.EnrolJoinPrefix, func(i spool.Info) error {
 		rest := strings.TrimPrefix(i.Name, spool.EnrolJoinPrefix)
 		tid, fp, ok := strings.Cut(rest, "/")
 		if !ok || strings.Contains(fp, "/") {
@@ -134,7 +142,17 @@ func admit(ctx context.Context, m *mesh.Mesh, now time.Time, write bool) (*Admit
 		}
 		byToken[tid] = append(byToken[tid], fp)
 		return nil
-	}); err != nil {
+	})
+	return byToken, err
+}
+
+func admit(ctx context.Context, m *mesh.Mesh, now time.Time, write bool) (*AdmitResult, *Registry, error) {
+	reg, err := LoadRegistry(ctx, m)
+	if err != nil {
+		return nil, nil, err
+	}
+	byToken, err := pendingByToken(ctx, m, reg)
+	if err != nil {
 		return nil, nil, err
 	}
 	if len(byToken) == 0 {
