@@ -272,11 +272,27 @@ Sealed objects signed by another key only the hosts and the mesh can
 refuse, when they open them with their keys.`,
 		Examples: `muster spool verify --spool /media/usb/spool
 muster spool verify --json | jq -r '.problems[] | select(.kind == "damaged") | .object'`,
-		Global: []string{"spool"},
+		Global: []string{"spool", "mesh"},
 		Exits:  []int{ExitFailure, ExitUsage, ExitTemporary},
 		Flags:  o.addFlags,
 		Run:    func(env *Env, args []string) error { return runSpoolVerify(env, o, args) },
 	}
+}
+
+// openSpoolOrMesh opens the spool --spool (or MUSTER_SPOOL) names, else the
+// one the mesh directory (--mesh or MUSTER_MESH) names.
+func openSpoolOrMesh(env *Env) (spool.Spool, error) {
+	loc := env.Global.Spool
+	if loc == "" && env.Global.Mesh != "" {
+		var err error
+		if loc, err = mesh.SpoolOf(env.Global.Mesh); err != nil {
+			return nil, err
+		}
+	}
+	if loc == "" {
+		return nil, fault.Usagef("no spool given: pass --spool SPOOL or --mesh DIR (whose spool is used), or set MUSTER_SPOOL or MUSTER_MESH")
+	}
+	return spool.Open(loc)
 }
 
 // runSpoolVerify checks every object of the spool, without any key.
@@ -288,7 +304,7 @@ func runSpoolVerify(env *Env, o spoolVerifyOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	sp, err := spool.Open(env.Global.Spool)
+	sp, err := openSpoolOrMesh(env)
 	if err != nil {
 		return err
 	}
@@ -432,7 +448,7 @@ func runSpoolGC(env *Env, o spoolGCOptions, args []string) error {
 		opts.MeshKey = m.Pair.Sign.Public().(ed25519.PublicKey)
 	default:
 		var err error
-		if sp, err = spool.Open(env.Global.Spool); err != nil {
+		if sp, err = openSpoolOrMesh(env); err != nil {
 			return err
 		}
 	}

@@ -144,13 +144,7 @@ func Open(ctx context.Context, dir, location string) (*Mesh, error) {
 	if err != nil {
 		return nil, err
 	}
-	var cfg Config
-	path := filepath.Join(dir, configName)
-	data, err := tomlfile.ReadFile(path)
-	if err == nil {
-		err = tomlfile.Decode(data, &cfg)
-	}
-	err = tomlfile.In(path, err)
+	cfg, err := readConfig(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -161,11 +155,35 @@ func Open(ctx context.Context, dir, location string) (*Mesh, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Mesh{Dir: dir, Config: cfg, Pair: pair, Spool: sp}
+	m := &Mesh{Dir: dir, Config: *cfg, Pair: pair, Spool: sp}
 	if err := m.checkPublished(ctx); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// readConfig reads mesh.toml in dir.
+func readConfig(dir string) (*Config, error) {
+	var cfg Config
+	path := filepath.Join(dir, configName)
+	data, err := tomlfile.ReadFile(path)
+	if err == nil {
+		err = tomlfile.Decode(data, &cfg)
+	}
+	if err := tomlfile.In(path, err); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+// SpoolOf returns the spool the mesh in dir names, without loading its
+// keys: for commands that work on the spool alone (spool verify, gc).
+func SpoolOf(dir string) (string, error) {
+	cfg, err := readConfig(dir)
+	if err != nil {
+		return "", err
+	}
+	return cfg.Spool, nil
 }
 
 func (m *Mesh) checkPublished(ctx context.Context) error {
