@@ -117,12 +117,12 @@ func appendTime(b []byte, t time.Time) []byte {
 // form Marshal writes is read directly; any other is decoded strictly as
 // every bundle payload is, refusing keys a Report has no field for.
 func Unmarshal(p []byte) (*Report, error) {
-	return unmarshal(p, bundle.Context{Kind: "report"})
+	return UnmarshalPayload(p, bundle.Context{Kind: "report"})
 }
 
-// unmarshal is Unmarshal with the context of the bundle p came from, which
+// UnmarshalPayload is Unmarshal for the payload of the bundle c, which
 // errors name.
-func unmarshal(p []byte, c bundle.Context) (*Report, error) {
+func UnmarshalPayload(p []byte, c bundle.Context) (*Report, error) {
 	if r, ok := unmarshalCanonical(p); ok {
 		return r, nil
 	}

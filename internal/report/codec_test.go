@@ -304,9 +304,9 @@ func TestUnmarshalErrorWording(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, got := unmarshal(p, ctx)
+	_, got := UnmarshalPayload(p, ctx)
 	if want == nil || got == nil || got.Error() != want.Error() {
-		t.Errorf("unmarshal: %v\nOpenTOML: %v", got, want)
+		t.Errorf("UnmarshalPayload: %v\nOpenTOML: %v", got, want)
 	}
 }
 

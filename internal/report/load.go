@@ -555,7 +555,7 @@ func (s *State) readReport(ctx context.Context, id *enrol.Identity, gen, seq uin
 		f.Err = err.Error()
 		return f, nil, nil
 	}
-	r, err := unmarshal(p, c)
+	r, err := UnmarshalPayload(p, c)
 	if err != nil {
 		f.Err = err.Error()
 		return f, nil, nil
