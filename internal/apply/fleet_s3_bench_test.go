@@ -12,9 +12,9 @@ import (
 	"github.com/muster-tool/muster/internal/declaration"
 	"github.com/muster-tool/muster/internal/declare"
 	"github.com/muster-tool/muster/internal/enrol"
+	"github.com/muster-tool/muster/internal/fleet"
 	"github.com/muster-tool/muster/internal/host"
 	"github.com/muster-tool/muster/internal/mesh"
-	"github.com/muster-tool/muster/internal/report"
 	"github.com/muster-tool/muster/internal/testutil/s3server"
 	"github.com/muster-tool/muster/internal/workpool"
 	"github.com/muster-tool/muster/spool"
@@ -117,17 +117,17 @@ func BenchmarkFleetApplyS3(b *testing.B) {
 	}
 	b.StopTimer()
 	// No lost report: the mesh sees every host applied the generation.
-	st, err := report.Load(ctx, m, reg, report.Options{})
+	st, err := fleet.Load(ctx, m, reg, fleet.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	view, err := st.Generation(ctx, dres.Generation, report.Selection{})
+	view, err := st.Generation(ctx, dres.Generation, fleet.Selection{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	applied := 0
 	for _, n := range view.Nodes {
-		if n.Status == report.Applied {
+		if n.Status == fleet.Applied {
 			applied++
 		}
 	}

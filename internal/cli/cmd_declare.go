@@ -14,8 +14,8 @@ import (
 	"github.com/muster-tool/muster/internal/declare"
 	"github.com/muster-tool/muster/internal/enrol"
 	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/fleet"
 	"github.com/muster-tool/muster/internal/mesh"
-	"github.com/muster-tool/muster/internal/report"
 )
 
 // declareOptions are the flags of muster declare.
@@ -260,7 +260,7 @@ func printDeclare(w io.Writer, r *declare.Result) {
 // reports). Without it a declare still commits, with a warning: a host that
 // keeps its state needs no recovery copy.
 func recoveryCopies(env *Env, m *mesh.Mesh, reg *enrol.Registry) func(string) (declare.Recovery, bool) {
-	st, err := report.Load(env.Ctx, m, reg, report.Options{CacheDir: filepath.Join(m.Dir, "cache")})
+	st, err := fleet.Load(env.Ctx, m, reg, fleet.Options{CacheDir: filepath.Join(m.Dir, "cache")})
 	if err != nil {
 		env.Warnf("recovery copies not available, bundles carry none this time: %v", err)
 		return nil

@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/fleet"
 	"github.com/muster-tool/muster/internal/outcome"
-	"github.com/muster-tool/muster/internal/report"
 )
 
 // reportOptions are the flags of muster report.
@@ -109,12 +109,12 @@ func runReport(env *Env, o reportOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := report.Load(env.Ctx, m, reg, report.Options{CacheDir: filepath.Join(m.Dir, "cache")})
+	st, err := fleet.Load(env.Ctx, m, reg, fleet.Options{CacheDir: filepath.Join(m.Dir, "cache")})
 	if err != nil {
 		return err
 	}
-	sel := report.Selection{Names: args, All: o.All}
-	var hist []report.HistoryEntry
+	sel := fleet.Selection{Names: args, All: o.All}
+	var hist []fleet.HistoryEntry
 	if o.History {
 		if hist, err = st.History(env.Ctx, sel); err != nil {
 			env.Warn(st.Warnings)
@@ -126,7 +126,7 @@ func runReport(env *Env, o reportOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := report.SortNodes(v.Nodes, o.Sort); err != nil {
+	if err := fleet.SortNodes(v.Nodes, o.Sort); err != nil {
 		return err
 	}
 	warnObjects(env, v, o.All)
@@ -152,21 +152,21 @@ func checkReportFlags(o reportOptions) (format, error) {
 	default:
 		return f, fault.Usagef("--fail-on %q: want failed, outstanding or none", o.FailOn)
 	}
-	return f, report.SortNodes(nil, o.Sort)
+	return f, fleet.SortNodes(nil, o.Sort)
 }
 
 // printReport prints the view, or with --history the history, in format
 // f.
-func printReport(w io.Writer, f format, o reportOptions, v *report.View, hist []report.HistoryEntry, now time.Time) error {
+func printReport(w io.Writer, f format, o reportOptions, v *fleet.View, hist []fleet.HistoryEntry, now time.Time) error {
 	switch {
 	case o.History && f == jsonFormat:
-		return report.WriteHistoryJSON(w, hist)
+		return fleet.WriteHistoryJSON(w, hist)
 	case o.History && f == tableFormat:
 		return historyTable(w, hist, now)
 	case o.History:
 		historySummary(w, hist, now)
 	case f == jsonFormat:
-		return report.WriteJSON(w, v, o.All)
+		return fleet.WriteJSON(w, v, o.All)
 	case f == tableFormat:
 		return reportTable(w, v, o.All, now)
 	default:
@@ -213,7 +213,7 @@ func (g *generationFlag) Type() string { return "uint" }
 
 // failOnStatus turns the totals into the exit status --fail-on asks for.
 // It prints nothing: the report has said it all.
-func failOnStatus(t report.Totals, failOn string) error {
+func failOnStatus(t fleet.Totals, failOn string) error {
 	switch {
 	case failOn == "none":
 		return nil
@@ -227,7 +227,7 @@ func failOnStatus(t report.Totals, failOn string) error {
 
 // warnObjects says on stderr which reports were flagged, and how many
 // were refused.
-func warnObjects(env *Env, v *report.View, all bool) {
+func warnObjects(env *Env, v *fleet.View, all bool) {
 	for _, o := range v.Flagged {
 		env.Warnf("report %s from %s is flagged and not counted: %s", o.Name, o.Node, o.Reason)
 	}
@@ -236,13 +236,13 @@ func warnObjects(env *Env, v *report.View, all bool) {
 		listed = ""
 	}
 	c := v.RefusedCounts()
-	if n := c[report.RefusedUnverified]; n > 0 {
+	if n := c[fleet.RefusedUnverified]; n > 0 {
 		env.Warnf("%s failed verification and %s refused%s", plural(n, "report"), isAre(n), listed)
 	}
-	if n := c[report.RefusedUnknown]; n > 0 {
+	if n := c[fleet.RefusedUnknown]; n > 0 {
 		env.Warnf("%s filed under node ids no identity has %s refused%s", plural(n, "report"), isAre(n), listed)
 	}
-	if n := c[report.RefusedRevoked]; n > 0 {
+	if n := c[fleet.RefusedRevoked]; n > 0 {
 		fmt.Fprintf(env.Stdio.Err, "muster: %s from revoked identities %s refused%s\n", plural(n, "report"), isAre(n), listed)
 	}
 }
@@ -262,7 +262,7 @@ func isAre(n int) string {
 }
 
 // totalsLine is the head of the summary: the generation, then the totals.
-func totalsLine(v *report.View, now time.Time) string {
+func totalsLine(v *fleet.View, now time.Time) string {
 	gen := fmt.Sprintf("generation %d", v.Generation)
 	if v.Generation != v.Newest {
 		gen += fmt.Sprintf(" (the newest is %d)", v.Newest)
@@ -287,14 +287,14 @@ func totalsLine(v *report.View, now time.Time) string {
 }
 
 // detail is why a node stands where it does, in one line.
-func detail(n *report.NodeStatus, now time.Time) string {
+func detail(n *fleet.NodeStatus, now time.Time) string {
 	var parts []string
 	switch n.Status {
-	case report.Applied:
+	case fleet.Applied:
 		parts = append(parts, "reported "+when(n.Report.End, now))
-	case report.Failed, report.Ineligible:
+	case fleet.Failed, fleet.Ineligible:
 		parts = append(parts, linesText(n.FailedLines, "; "))
-	case report.Outstanding:
+	case fleet.Outstanding:
 		if n.LastApplied > 0 {
 			parts = append(parts, fmt.Sprintf("last applied generation %d", n.LastApplied))
 		} else {
@@ -330,13 +330,13 @@ func linesText(ls []outcome.Line, sep string) string {
 	return strings.Join(out, sep)
 }
 
-func reportSummary(w io.Writer, v *report.View, all bool, now time.Time) {
+func reportSummary(w io.Writer, v *fleet.View, all bool, now time.Time) {
 	fmt.Fprintln(w, totalsLine(v, now))
-	var shown []*report.NodeStatus
+	var shown []*fleet.NodeStatus
 	sw, nw := 0, 0
 	for i := range v.Nodes {
 		n := &v.Nodes[i]
-		if n.Status == report.Applied && !all {
+		if n.Status == fleet.Applied && !all {
 			continue
 		}
 		shown = append(shown, n)
@@ -350,7 +350,7 @@ func reportSummary(w io.Writer, v *report.View, all bool, now time.Time) {
 	}
 	for _, l := range []struct {
 		title string
-		objs  []report.Object
+		objs  []fleet.Object
 	}{{"refused reports", v.Refused}, {"flagged reports", v.Flagged}} {
 		if len(l.objs) == 0 {
 			continue
@@ -365,7 +365,7 @@ func reportSummary(w io.Writer, v *report.View, all bool, now time.Time) {
 // The table's columns are sized here, so that with tablewriter's borders
 // and padding (3 columns of it per column, plus 1) it fits in 80 columns.
 
-func reportTable(w io.Writer, v *report.View, all bool, now time.Time) error {
+func reportTable(w io.Writer, v *fleet.View, all bool, now time.Time) error {
 	fmt.Fprintln(w, totalsLine(v, now))
 	nameW, statusW := len("NODE"), len("STATUS")
 	for _, n := range v.Nodes {
@@ -377,16 +377,16 @@ func reportTable(w io.Writer, v *report.View, all bool, now time.Time) error {
 	for i := range v.Nodes {
 		n := &v.Nodes[i]
 		contact := ""
-		if n.Status != report.Decommissioned {
+		if n.Status != fleet.Decommissioned {
 			contact = strings.Replace(when(n.LastContact, now), " (", "\n(", 1)
 		}
 		var det []string
 		switch n.Status {
-		case report.Failed, report.Ineligible:
+		case fleet.Failed, fleet.Ineligible:
 			for _, l := range n.FailedLines {
 				det = append(det, linesText([]outcome.Line{l}, ""))
 			}
-		case report.Outstanding:
+		case fleet.Outstanding:
 			if n.LastApplied > 0 {
 				det = append(det, fmt.Sprintf("last applied generation %d", n.LastApplied))
 			} else {
@@ -409,20 +409,20 @@ func reportTable(w io.Writer, v *report.View, all bool, now time.Time) error {
 	}
 	// Object names are long: one row per report, the reason below.
 	rows = nil
-	for _, o := range append(append([]report.Object(nil), v.Refused...), v.Flagged...) {
+	for _, o := range append(append([]fleet.Object(nil), v.Refused...), v.Flagged...) {
 		rows = append(rows, []string{wrap(o.Name, tableWidth-4) + "\n" + wrap(o.Node+" "+o.Kind+": "+o.Reason, tableWidth-4)})
 	}
 	return fittedTable(w, []string{"REFUSED AND FLAGGED REPORTS"}, rows)
 }
 
-func historySummary(w io.Writer, h []report.HistoryEntry, now time.Time) {
+func historySummary(w io.Writer, h []fleet.HistoryEntry, now time.Time) {
 	fmt.Fprintf(w, "%-10s  %-30s  %7s  %6s  %11s\n", "generation", "declared", "applied", "failed", "outstanding")
 	for _, e := range h {
 		fmt.Fprintf(w, "%-10d  %-30s  %7d  %6d  %11d\n", e.Generation, when(e.DeclaredAt, now), e.Totals.Applied, e.Totals.Failed, e.Totals.Outstanding)
 	}
 }
 
-func historyTable(w io.Writer, h []report.HistoryEntry, now time.Time) error {
+func historyTable(w io.Writer, h []fleet.HistoryEntry, now time.Time) error {
 	var rows [][]string
 	for _, e := range h {
 		rows = append(rows, []string{fmt.Sprint(e.Generation), strings.Replace(when(e.DeclaredAt, now), " (", "\n(", 1),

@@ -12,7 +12,6 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/muster-tool/muster/internal/bundle"
-	"github.com/muster-tool/muster/internal/generation"
 	"github.com/muster-tool/muster/internal/keys"
 	"github.com/muster-tool/muster/internal/ledger"
 	"github.com/muster-tool/muster/internal/outcome"
@@ -288,7 +287,7 @@ func TestUnmarshalRefuses(t *testing.T) {
 	}
 }
 
-// The error load.go records for a refused payload reads as it did when
+// The error fleet.Load records for a refused payload reads as it did when
 // reports were opened with OpenTOML.
 func TestUnmarshalErrorWording(t *testing.T) {
 	signer, rcpt := testPair(t), testPair(t)
@@ -384,34 +383,6 @@ func FuzzMarshal(f *testing.F) {
 			t.Fatalf("fast path\n%#v\nstrict decoder\n%#v\nwant\n%#v", fast, slow, want)
 		}
 	})
-}
-
-// A report spelt otherwise than Marshal writes is read like any other,
-// and one with a key no Report has is refused with the key named.
-func TestLoadNonCanonical(t *testing.T) {
-	f := newFixture(t)
-	web := f.enrol("web", t0)
-	db := f.enrol("db", t0)
-	f.commit(1, t0.Add(time.Hour), &generation.Manifest{Nodes: []generation.ManifestNode{assign(web), assign(db)}})
-
-	doc := string(Marshal(f.report(web, 1, t0.Add(2*time.Hour), "service:nginx")))
-	if _, ok := unmarshalCanonical([]byte(doc)); !ok {
-		t.Fatal("Marshal's output is not canonical")
-	}
-	f.writePayload(web, 1, 1, []byte("# written by hand\n"+strings.Replace(doc, " = ", "=", -1)))
-	newer := f.writePayload(db, 1, 1, []byte(strings.Replace(doc, "muster = ", "rollout = \"canary\"\nmuster = ", 1)))
-
-	v := f.view(f.load(false), 1, Selection{})
-	if st := find(v, "web").Status; st != Failed {
-		t.Errorf("web is %s, want failed as its report says", st)
-	}
-	if st := find(v, "db").Status; st != Outstanding {
-		t.Errorf("db is %s, want outstanding: its report was refused", st)
-	}
-	if len(v.Refused) != 1 || v.Refused[0].Name != newer || v.Refused[0].Kind != RefusedUnverified ||
-		!strings.Contains(v.Refused[0].Reason, `payload does not decode: unknown key "rollout"`) {
-		t.Errorf("refused %+v", v.Refused)
-	}
 }
 
 // BenchmarkUnmarshal decodes the benchmark spool's report, on the fast

@@ -1,6 +1,6 @@
-// Package report owns reports: the document a host writes after every
-// apply, and the mesh's reading of all of them into who applied a
-// generation, who failed it and why, and who is simply outstanding.
+// Package report owns the report: the document a host writes after every
+// apply, and its codec. The mesh's reading of all of them is package
+// fleet's.
 package report
 
 import (

@@ -1,4 +1,10 @@
-package report
+// Package fleet owns the mesh's reading of every host's reports into who
+// applied a generation, who failed it and why, and who is simply
+// outstanding: loading them from the spool, the report cache that spares
+// reading them again, the views and their JSON document, and the newest
+// recovery copy of each node, which declare hands on to a host that lost
+// its state.
+package fleet
 
 import (
 	"context"
@@ -19,6 +25,7 @@ import (
 	"github.com/muster-tool/muster/internal/ledger"
 	"github.com/muster-tool/muster/internal/mesh"
 	"github.com/muster-tool/muster/internal/outcome"
+	"github.com/muster-tool/muster/internal/report"
 	"github.com/muster-tool/muster/internal/workpool"
 	"github.com/muster-tool/muster/spool"
 )
@@ -549,19 +556,19 @@ func (s *State) readReport(ctx context.Context, id *enrol.Identity, gen, seq uin
 		f.Err = fmt.Sprintf("identity %s of %s: %v", id.NodeID, id.Name, err)
 		return f, nil, nil
 	}
-	c := Ctx(id.NodeID, gen, seq)
+	c := report.Ctx(id.NodeID, gen, seq)
 	p, err := bundle.Open(data, c, s.mesh.Pair.Age, v)
 	if err != nil {
 		f.Err = err.Error()
 		return f, nil, nil
 	}
-	r, err := UnmarshalPayload(p, c)
+	r, err := report.UnmarshalPayload(p, c)
 	if err != nil {
 		f.Err = err.Error()
 		return f, nil, nil
 	}
-	if r.Version != FormatVersion {
-		f.Err = fmt.Sprintf("report %s is in format version %d; this muster reads version %d", name, r.Version, FormatVersion)
+	if r.Version != report.FormatVersion {
+		f.Err = fmt.Sprintf("report %s is in format version %d; this muster reads version %d", name, r.Version, report.FormatVersion)
 		return f, nil, nil
 	}
 	var claims []string

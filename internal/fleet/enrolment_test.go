@@ -1,4 +1,4 @@
-package report
+package fleet
 
 import (
 	"path/filepath"

@@ -1,4 +1,4 @@
-package report
+package fleet
 
 import (
 	"os"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/muster-tool/muster/internal/generation"
 	"github.com/muster-tool/muster/internal/mesh"
+	"github.com/muster-tool/muster/internal/report"
 	"github.com/muster-tool/muster/spool"
 )
 
@@ -27,7 +28,7 @@ func TestReportOfAnotherCommitIsNotApplied(t *testing.T) {
 		man.Nodes = append(man.Nodes, assign(id))
 	}
 	c := f.commitAfter(1, t0.Add(time.Hour), &man, nil, "")
-	node := func(name string) *Report {
+	node := func(name string) *report.Report {
 		return f.report(f.reg.Nodes[name].Current, 1, t0.Add(2*time.Hour))
 	}
 	r := node("ours")

@@ -1,4 +1,4 @@
-package report
+package fleet
 
 import (
 	"context"
@@ -27,6 +27,7 @@ import (
 	"github.com/muster-tool/muster/internal/ledger"
 	"github.com/muster-tool/muster/internal/mesh"
 	"github.com/muster-tool/muster/internal/outcome"
+	"github.com/muster-tool/muster/internal/report"
 	"github.com/muster-tool/muster/internal/workpool"
 	"github.com/muster-tool/muster/spool"
 )
@@ -44,7 +45,7 @@ import (
 // so it is built once per test binary, or once for good in
 // MUSTER_REPORT_BENCH_DIR when that is set:
 //
-//	MUSTER_REPORT_BENCH=100000/10000 go test -run '^$' -bench Report -benchtime 3x ./internal/report
+//	MUSTER_REPORT_BENCH=100000/10000 go test -run '^$' -bench Report -benchtime 3x ./internal/fleet
 
 type benchHost struct {
 	Name   string
@@ -211,7 +212,7 @@ func (e *benchEnv) writeReport(sdir string, rcpt age.Recipient, i int, gen, seq 
 	}
 	id := h.Public.Fingerprint()
 	at := t0.Add(time.Duration(gen)*time.Hour + time.Duration(i)*time.Millisecond)
-	r := Report{Version: FormatVersion, Node: h.Name, NodeID: id, Generation: gen, Start: at.Add(-3 * time.Second), End: at, Muster: "1.0.0", NewestSeen: gen}
+	r := report.Report{Version: report.FormatVersion, Node: h.Name, NodeID: id, Generation: gen, Start: at.Add(-3 * time.Second), End: at, Muster: "1.0.0", NewestSeen: gen}
 	for k := range 10 {
 		path := fmt.Sprintf("/etc/app/conf.d/%02d.conf", k)
 		r.Lines = append(r.Lines, outcome.Line{ID: "file:" + path, Status: outcome.OK, Digest: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"})
@@ -221,7 +222,7 @@ func (e *benchEnv) writeReport(sdir string, rcpt age.Recipient, i int, gen, seq 
 	if i%20 == 0 {
 		r.Lines[11] = outcome.Line{ID: "service:nginx", Status: outcome.Failed, Detail: "nginx.service is not active after start: failed (Result: exit-code)"}
 	}
-	data, err := bundle.Seal(Marshal(&r), Ctx(id, gen, seq), p.Sign, rcpt)
+	data, err := bundle.Seal(report.Marshal(&r), report.Ctx(id, gen, seq), p.Sign, rcpt)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package report
+package fleet
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/muster-tool/muster/internal/ledger"
 	"github.com/muster-tool/muster/internal/mesh"
 	"github.com/muster-tool/muster/internal/outcome"
+	"github.com/muster-tool/muster/internal/report"
 	"github.com/muster-tool/muster/spool"
 )
 
@@ -196,8 +197,8 @@ func assign(id *enrol.Identity) generation.ManifestNode {
 // report writes a report of generation gen from identity id, signed by its
 // key. Empty Node, NodeID and Generation are filled in from id and gen;
 // the lines are ok unless failed names lines that failed.
-func (f *fixture) report(id *enrol.Identity, gen uint64, at time.Time, failed ...string) *Report {
-	r := &Report{Version: FormatVersion, Node: id.Name, NodeID: id.NodeID, Generation: gen,
+func (f *fixture) report(id *enrol.Identity, gen uint64, at time.Time, failed ...string) *report.Report {
+	r := &report.Report{Version: report.FormatVersion, Node: id.Name, NodeID: id.NodeID, Generation: gen,
 		Start: at.Add(-time.Minute), End: at, Muster: "1.0.0", NewestSeen: gen,
 		Lines:  []outcome.Line{{ID: "file:/etc/motd", Status: outcome.OK, Digest: "d1"}},
 		Ledger: []ledger.Entry{{ID: "file:/etc/motd", Kind: "file", Path: "/etc/motd", Digest: "d1"}},
@@ -209,10 +210,10 @@ func (f *fixture) report(id *enrol.Identity, gen uint64, at time.Time, failed ..
 }
 
 // write seals r as report seq of gen under identity id's node id.
-func (f *fixture) write(id *enrol.Identity, gen, seq uint64, r *Report) string {
+func (f *fixture) write(id *enrol.Identity, gen, seq uint64, r *report.Report) string {
 	f.t.Helper()
 	name := spool.ReportName(id.NodeID, gen, seq)
-	data, err := bundle.Seal(Marshal(r), Ctx(id.NodeID, gen, seq), f.pairs[id.NodeID].Sign, f.m.Pair.Age.Recipient())
+	data, err := bundle.Seal(report.Marshal(r), report.Ctx(id.NodeID, gen, seq), f.pairs[id.NodeID].Sign, f.m.Pair.Age.Recipient())
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -225,7 +226,7 @@ func (f *fixture) write(id *enrol.Identity, gen, seq uint64, r *Report) string {
 func (f *fixture) writePayload(id *enrol.Identity, gen, seq uint64, payload []byte) string {
 	f.t.Helper()
 	name := spool.ReportName(id.NodeID, gen, seq)
-	data, err := bundle.Seal(payload, Ctx(id.NodeID, gen, seq), f.pairs[id.NodeID].Sign, f.m.Pair.Age.Recipient())
+	data, err := bundle.Seal(payload, report.Ctx(id.NodeID, gen, seq), f.pairs[id.NodeID].Sign, f.m.Pair.Age.Recipient())
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -299,6 +300,6 @@ func find(v *View, name string) *NodeStatus {
 
 // sealAs seals r under node id nodeID's name, signed by another
 // identity's key.
-func sealAs(f *fixture, signer *enrol.Identity, nodeID string, gen, seq uint64, r *Report) ([]byte, error) {
-	return bundle.Seal(Marshal(r), Ctx(nodeID, gen, seq), f.pairs[signer.NodeID].Sign, f.m.Pair.Age.Recipient())
+func sealAs(f *fixture, signer *enrol.Identity, nodeID string, gen, seq uint64, r *report.Report) ([]byte, error) {
+	return bundle.Seal(report.Marshal(r), report.Ctx(nodeID, gen, seq), f.pairs[signer.NodeID].Sign, f.m.Pair.Age.Recipient())
 }
