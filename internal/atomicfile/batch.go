@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -87,6 +88,25 @@ func (b *Batch) Add(dir *os.File, name string, data []byte, perm fs.FileMode, ui
 	}
 	b.entries = append(b.entries, e)
 	return e, nil
+}
+
+// TempName is the name under which Add staged the entry's content in its
+// directory, until Commit renames it; "" for a touched directory or a
+// dropped entry.
+func (e *Entry) TempName() string { return e.temp }
+
+// errDropped is the Err of an entry taken out of its batch.
+var errDropped = errors.New("dropped from the batch; the target was left as it was")
+
+// Drop takes a staged file out of the batch before Commit and removes its
+// temp file: its target stays as it was, and the entry's Err says so.
+func (b *Batch) Drop(e *Entry) {
+	if b.done || e.temp == "" {
+		return
+	}
+	unix.Unlinkat(int(e.dir.Fd()), e.temp, 0)
+	e.temp, e.err = "", errDropped
+	b.entries = slices.DeleteFunc(b.entries, func(x *Entry) bool { return x == e })
 }
 
 // Touch records that the caller changed something in dir beside the batch

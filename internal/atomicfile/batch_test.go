@@ -275,3 +275,54 @@ func TestTempNames(t *testing.T) {
 		}
 	}
 }
+
+// A staged file dropped before Commit (its new content failed a check)
+// leaves its target as it was and no temp file, while the rest of the
+// batch is committed.
+func TestBatchDropKeepsTarget(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"a", "b"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("old "+n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := openDir(t, dir)
+	b := &Batch{}
+	ea, err := b.Add(d, "a", []byte("new a"), 0o644, -1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eb, err := b.Add(d, "b", []byte("new b"), 0o644, -1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	staged := filepath.Join(dir, ea.TempName())
+	if got := mustRead(t, staged); got != "new a" {
+		t.Fatalf("staged file %s holds %q", staged, got)
+	}
+	b.Drop(ea)
+	if _, err := os.Lstat(staged); !os.IsNotExist(err) {
+		t.Errorf("dropped temp file %s still there: %v", staged, err)
+	}
+	if b.Len() != 1 {
+		t.Errorf("Len = %d after a drop, want 1", b.Len())
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if ea.Err() == nil {
+		t.Error("a dropped entry reports no error")
+	}
+	if eb.Err() != nil {
+		t.Errorf("the other entry: %v", eb.Err())
+	}
+	if got := mustRead(t, filepath.Join(dir, "a")); got != "old a" {
+		t.Errorf("a = %q after its entry was dropped, want the old content", got)
+	}
+	if got := mustRead(t, filepath.Join(dir, "b")); got != "new b" {
+		t.Errorf("b = %q, want the new content", got)
+	}
+	if n := temps(t, dir); len(n) != 0 {
+		t.Errorf("temp files left: %v", n)
+	}
+}

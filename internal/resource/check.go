@@ -172,14 +172,24 @@ func Check(s *Spec) []Invalid {
 				add("restart_on", "entry %q %s", p, why)
 			}
 		}
+	case User, Group:
+		if why := accountReason(s.Name); why != "" {
+			add("", "%q is not a %s name: %s", s.Name, s.Kind, why)
+		}
+		switch s.State {
+		case "", "present", "absent":
+		default:
+			add("state", "must be \"present\" or \"absent\", not %q", s.State)
+		}
 	default:
-		add("", "unknown resource type %q (want file, directory, symlink, package or service)", s.Kind)
+		add("", "unknown resource type %q (want %s)", s.Kind, KindList)
 		return bad
 	}
 
 	// Settings that do not belong to the kind: declare never makes them,
 	// so one is a sign the declaration was made some other way.
 	owned := s.Kind == File || s.Kind == Directory
+	account := s.Kind == User || s.Kind == Group
 	for _, f := range []struct {
 		name    string
 		set     bool
@@ -187,19 +197,29 @@ func Check(s *Spec) []Invalid {
 	}{
 		{"path", s.Path != "", pathKind},
 		{"name", s.Name != "", !pathKind},
-		{"state", s.State != "", pathKind},
+		{"state", s.State != "", pathKind || account},
 		{"content", s.Content != "", s.Kind == File},
+		{"encoding", s.Encoding != "", s.Kind == File},
 		{"secret", s.Secret, s.Kind == File},
+		{"validate", len(s.Validate) > 0, s.Kind == File},
+		{"validate_shell", s.ValidateShell, s.Kind == File},
+		{"purge", s.Purge, s.Kind == Directory},
 		{"replace_symlink", s.ReplaceSymlink, owned},
 		{"mode", s.Mode != "", owned},
 		{"special_bits", s.SpecialBits, owned},
 		{"owner", s.Owner != "", owned},
-		{"group", s.Group != "", owned},
+		{"group", s.Group != "", owned || s.Kind == User},
 		{"target", s.Target != "", s.Kind == Symlink},
 		{"version", s.Version != "", s.Kind == Package},
 		{"enabled", s.Enabled != nil, s.Kind == Service},
 		{"running", s.Running != nil, s.Kind == Service},
 		{"restart_on", len(s.RestartOn) > 0, s.Kind == Service},
+		{"uid", s.UID != nil, s.Kind == User},
+		{"gid", s.GID != nil, s.Kind == Group},
+		{"groups", s.Groups != nil, s.Kind == User},
+		{"home", s.Home != "", s.Kind == User},
+		{"shell", s.Shell != "", s.Kind == User},
+		{"system", s.System, account},
 	} {
 		if f.set && !f.applies {
 			add(f.name, "does not apply to a %s", s.Kind)
@@ -218,7 +238,7 @@ func Check(s *Spec) []Invalid {
 			add("mode", "%q sets the %s %s; add special_bits = true to this resource to allow it", s.Mode, bits, noun)
 		}
 	}
-	if owned {
+	if owned || s.Kind == User {
 		for _, f := range []struct{ name, v string }{{"owner", s.Owner}, {"group", s.Group}} {
 			if f.v != "" && strings.IndexFunc(f.v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || r == ':' || r == '/' }) >= 0 {
 				add(f.name, "%q is not a user or group name or number", f.v)
@@ -237,7 +257,144 @@ func Check(s *Spec) []Invalid {
 			add("target", "is %d bytes long; the system allows at most %d", len(s.Target), unix.PathMax-1)
 		}
 	}
+	if s.Kind == File {
+		checkContent(s, add)
+		checkValidate(s, add)
+	}
+	if s.Purge && s.State == "absent" {
+		add("purge", "does not apply to a directory declared absent")
+	}
+	if account {
+		checkAccount(s, add)
+	}
 	return bad
+}
+
+// MaxContent is the most bytes one file's content may have. It keeps a
+// node's declaration bundle, which carries every file's content, well
+// within the 64 MiB a bundle holds; muster-declaration(5) states it.
+const MaxContent = 16 << 20
+
+// KindList names the resource types, for messages.
+const KindList = "file, directory, symlink, package, service, user or group"
+
+// checkContent holds a file's content to its encoding and to MaxContent.
+func checkContent(s *Spec, add func(field, format string, args ...any)) {
+	switch s.Encoding {
+	case "":
+		if !utf8.ValidString(s.Content) {
+			add("content", "is not UTF-8 text; carry other bytes with encoding = \"base64\"")
+			return
+		}
+	case "base64":
+		if s.State == "absent" {
+			return
+		}
+	default:
+		add("encoding", "%q is not one muster knows (want \"base64\", or none for text)", s.Encoding)
+		return
+	}
+	n := len(s.Content)
+	if s.Encoding == "base64" {
+		b, err := s.Bytes()
+		if err != nil {
+			add("content", "%v", err)
+			return
+		}
+		n = len(b)
+	}
+	if n > MaxContent {
+		add("content", "is %d bytes, over the %d MiB cap on a file's content", n, MaxContent>>20)
+	}
+}
+
+// checkValidate holds a file's validate command to its rules: words
+// without control characters, a program to run, and the new file named
+// by %s somewhere.
+func checkValidate(s *Spec, add func(field, format string, args ...any)) {
+	if s.ValidateShell && len(s.Validate) == 0 {
+		add("validate_shell", "says how to run validate, which is not given")
+		return
+	}
+	if len(s.Validate) == 0 {
+		return
+	}
+	if s.State == "absent" {
+		add("validate", "does not apply to a file declared absent")
+		return
+	}
+	if s.ValidateShell && len(s.Validate) != 1 {
+		add("validate", "run through the shell, the command is one string, not %d words", len(s.Validate))
+		return
+	}
+	named := false
+	for _, w := range s.Validate {
+		if !utf8.ValidString(w) || strings.IndexFunc(w, unicode.IsControl) >= 0 {
+			add("validate", "%q holds a control character or is not UTF-8", w)
+			return
+		}
+		named = named || strings.Contains(w, "%s")
+	}
+	switch {
+	case strings.TrimSpace(s.Validate[0]) == "":
+		add("validate", "names no command to run")
+	case !named:
+		add("validate", "%q never names the new file; write %%s where its path goes, such as \"nginx -t -c %%s\"", strings.Join(s.Validate, " "))
+	}
+}
+
+// checkAccount holds a user or group to its rules.
+func checkAccount(s *Spec, add func(field, format string, args ...any)) {
+	for _, id := range []struct {
+		name string
+		v    *int
+	}{{"uid", s.UID}, {"gid", s.GID}} {
+		if id.v != nil && (*id.v < 0 || *id.v > maxAccountID) {
+			add(id.name, "%d is not an id between 0 and %d", *id.v, maxAccountID)
+		}
+	}
+	seen := map[string]bool{}
+	for _, g := range s.Groups {
+		switch why := accountReason(g); {
+		case why != "":
+			add("groups", "%q is not a group name: %s", g, why)
+		case seen[g]:
+			add("groups", "%q is listed twice", g)
+		}
+		seen[g] = true
+	}
+	if s.Groups != nil && len(s.Groups) == 0 {
+		add("groups", "is empty; leave it out to leave the user's groups as they are")
+	}
+	for _, f := range []struct{ name, v string }{{"home", s.Home}, {"shell", s.Shell}} {
+		if f.v == "" {
+			continue
+		}
+		if why := pathReason(f.v); why != "" {
+			add(f.name, "%q %s", f.v, why)
+		}
+	}
+}
+
+// maxAccountID is the largest uid or gid: (uid_t)-1 means "no id" to the
+// system calls.
+const maxAccountID = 1<<32 - 2
+
+// accountRE is the portable form of a user or group name that shadow's
+// useradd and groupadd accept without --badname.
+var accountRE = regexp.MustCompile(`^[a-z_][a-z0-9_-]*\$?$`)
+
+// accountReason says why name cannot be a user or group name, or "".
+func accountReason(name string) string {
+	switch {
+	case name == "":
+		return "it is empty"
+	case len(name) > 32:
+		return fmt.Sprintf("it is %d bytes long; useradd and groupadd take at most 32", len(name))
+	case !accountRE.MatchString(name):
+		return "use lowercase letters, digits, _ and -, starting with a letter or _"
+	}
+	return ""
 }
 
 // pathReason says why p cannot name a managed path, or "".

@@ -33,7 +33,7 @@ func pathMismatch(it *item, st *State) []string {
 	switch s.Kind {
 	case File:
 		if !st.sameContent {
-			d = append(d, fmt.Sprintf("content digest %s ≠ declared %s", short(st.Digest), short(contentDigest(s.Content))))
+			d = append(d, fmt.Sprintf("content digest %s ≠ declared %s", short(st.Digest), short(contentDigest(it.content))))
 		}
 	case Symlink:
 		if st.Target != s.Target {
@@ -116,7 +116,7 @@ func planPath(it *item, st *State, owns func(id string) bool) (pathPlan, error) 
 		p.what = append(p.what, fmt.Sprintf("replace %s with %s", st.Type, s.Kind))
 	case s.Kind == File && !st.sameContent:
 		p.write = true
-		p.what = append(p.what, fmt.Sprintf("content %s → %s", short(st.Digest), short(contentDigest(s.Content))))
+		p.what = append(p.what, contentChange(it, st))
 	case s.Kind == Symlink && st.Target != s.Target:
 		p.write = true
 		p.what = append(p.what, fmt.Sprintf("target %q → %q", st.Target, s.Target))
@@ -173,6 +173,19 @@ func planPath(it *item, st *State, owns func(id string) bool) (pathPlan, error) 
 		p.write = true
 	}
 	return p, nil
+}
+
+// contentChange says how a file's content changes: by digest, and for
+// content that is not text (which no one reads in a diff) by size too.
+func contentChange(it *item, st *State) string {
+	if it.spec.Encoding == "" {
+		return fmt.Sprintf("content %s → %s", short(st.Digest), short(contentDigest(it.content)))
+	}
+	have := short(st.Digest)
+	if st.Digest == "" {
+		have = "?"
+	}
+	return fmt.Sprintf("content %s (%d bytes) → %s (%d bytes)", have, st.Size, short(contentDigest(it.content)), len(it.content))
 }
 
 // past turns a plan's verbs into what a changed line reports.
@@ -244,7 +257,7 @@ func (r *run) changePath(it *item) error {
 		case err != nil:
 			it.obs.err = err
 		default:
-			it.obs.st, it.obs.err = observePath(r.workers.get(0), d, it.base, it.spec.Kind, it.spec.Content, nil)
+			it.obs.st, it.obs.err = observePath(r.workers.get(0), d, it.base, it.spec.Kind, it.content, nil)
 		}
 	}
 	if it.obs.err != nil {
@@ -294,9 +307,16 @@ func (r *run) changePath(it *item) error {
 		if err := r.staging(); err != nil {
 			return err
 		}
-		e, err := r.batch.Add(d, it.base, []byte(s.Content), toFileMode(p.mode), p.uid, p.gid)
+		e, err := r.batch.Add(d, it.base, []byte(it.content), toFileMode(p.mode), p.uid, p.gid)
 		if err != nil {
 			return err
+		}
+		if len(s.Validate) > 0 {
+			if err := r.validate(it, d, e); err != nil {
+				r.batch.Drop(e)
+				r.invalid[s.Path] = true
+				return err
+			}
 		}
 		it.entry = e
 

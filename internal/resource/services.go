@@ -66,13 +66,22 @@ func (r *run) restarts() {
 		if s.Kind != Service || it.err != nil || it.fatal != nil || len(s.RestartOn) == 0 {
 			continue
 		}
-		var files []string
+		var files, invalid []string
 		for _, p := range s.RestartOn {
 			if seq, ok := r.changed[p]; ok && seq > it.startSeq {
 				files = append(files, p)
 			}
+			if r.invalid[p] {
+				invalid = append(invalid, p)
+			}
 		}
 		if len(files) == 0 || (s.Running != nil && !*s.Running) {
+			continue
+		}
+		if len(invalid) > 0 {
+			// What changed goes with what was refused: restarting on
+			// half of it would run a configuration no one declared.
+			it.note = joinNote(it.note, "not restarted: the new content of "+strings.Join(invalid, ", ")+" failed its validate command")
 			continue
 		}
 		svc := r.s.Services

@@ -168,8 +168,9 @@ type item struct {
 	err error
 
 	absent       bool
-	mode         int // -1: not declared
-	uid, gid     int // -1: not declared
+	content      string // a file's content, decoded (Spec.Bytes)
+	mode         int    // -1: not declared
+	uid, gid     int    // -1: not declared
 	parent, base string
 	dir          *os.File // parent's handle for the current observation
 	// leave: an orphan muster leaves alone (a unit, a package without
@@ -222,6 +223,11 @@ type run struct {
 	seq     int
 	// changed maps each path changed in this run to when.
 	changed map[string]int
+	// invalid holds the paths whose new content failed its validate
+	// command in this run; services restarted on them are not.
+	invalid map[string]bool
+	// secrets: lines of secret content, for validate's output.
+	secrets []string
 	// workers: one per goroutine observing paths; the first also
 	// serves the change phase's own looks.
 	workers workers
@@ -286,6 +292,7 @@ func (s *System) newRun(ctx context.Context, specs []Spec) *run {
 		live:    s.Root != "" && filepath.Clean(s.Root) == "/",
 		links:   map[string]string{},
 		changed: map[string]int{},
+		invalid: map[string]bool{},
 	}
 	if !s.DryRun && len(s.Known) > 0 {
 		r.known = &knownFiles{list: s.Known}
@@ -358,6 +365,12 @@ func (it *item) resolve(ids *ids) error {
 	it.parent, it.base = split(s.Path)
 	if it.absent {
 		return nil
+	}
+	if s.Kind == File {
+		var err error
+		if it.content, err = s.Bytes(); err != nil {
+			return err
+		}
 	}
 	if s.Mode != "" {
 		m, err := parseMode(s.Mode)
@@ -506,7 +519,7 @@ func (r *run) observePaths(t *tree, known *knownFiles) {
 		if vouch != nil {
 			fp = vouch[i]
 		}
-		it.obs.st, it.obs.err = observePath(r.workers[g], it.dir, it.base, it.spec.Kind, it.spec.Content, fp)
+		it.obs.st, it.obs.err = observePath(r.workers[g], it.dir, it.base, it.spec.Kind, it.content, fp)
 	})
 }
 
