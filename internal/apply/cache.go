@@ -32,7 +32,7 @@ import (
 // tampered with, is a miss; it is not fsynced for that reason.
 const (
 	cacheFile    = "declaration.cache"
-	cacheVersion = "muster declaration cache v3"
+	cacheVersion = "muster declaration cache v4"
 )
 
 func cacheKey(sign ed25519.PrivateKey) ([]byte, error) {

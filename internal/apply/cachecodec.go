@@ -14,7 +14,8 @@ import (
 // layout, written field by field: a timer-started apply is a fresh process,
 // and a reflective codec (gob) pays for compiling its type information on
 // every run, which cost more than observing a thousand files. A bool is 0
-// or 1, an optional bool 0 (nil), 1 (false) or 2 (true). The layout is private to this file and versioned
+// or 1, an optional bool 0 (nil), 1 (false) or 2 (true), an optional int 0
+// (nil) or 1 and the int. The layout is private to this file and versioned
 // by cacheVersion; a cache that does not decode is a miss.
 // TestCacheCodecCoversEveryField fails when a field is added to one of the
 // types without being added here.
@@ -36,6 +37,24 @@ func (e *cacheEncoder) optBool(p *bool) {
 		e.Uint(1)
 	default:
 		e.Uint(2)
+	}
+}
+
+// optInt is 0 for nil, else 1 and the value.
+func (e *cacheEncoder) optInt(p *int) {
+	if p == nil {
+		e.Uint(0)
+		return
+	}
+	e.Uint(1)
+	e.Int(int64(*p))
+}
+
+// strs is a count and the strings; nil and empty are one.
+func (e *cacheEncoder) strs(l []string) {
+	e.Uint(uint64(len(l)))
+	for _, s := range l {
+		e.Str(s)
 	}
 }
 
@@ -72,6 +91,16 @@ func encodeCachedDeclaration(nd *generation.NodeDeclaration) []byte {
 			e.Str(p)
 		}
 		e.Int(int64(s.Order))
+		e.Str(s.Encoding)
+		e.strs(s.Validate)
+		e.bool(s.ValidateShell)
+		e.bool(s.Purge)
+		e.optInt(s.UID)
+		e.optInt(s.GID)
+		e.strs(s.Groups)
+		e.Str(s.Home)
+		e.Str(s.Shell)
+		e.bool(s.System)
 	}
 	e.Uint(uint64(len(nd.Recovery)))
 	for _, r := range nd.Recovery {
@@ -100,6 +129,26 @@ func (d *cacheDecoder) optBool() *bool {
 	}
 	v := true
 	return &v
+}
+
+func (d *cacheDecoder) optInt() *int {
+	if d.Uint() == 0 {
+		return nil
+	}
+	v := int(d.Int())
+	return &v
+}
+
+func (d *cacheDecoder) strs() []string {
+	n := d.Count(1)
+	if n == 0 {
+		return nil
+	}
+	l := make([]string, n)
+	for i := range l {
+		l[i] = d.Str()
+	}
+	return l
 }
 
 // decodeCachedDeclaration decodes a cache whose bytes are in s. The
@@ -142,6 +191,16 @@ func decodeCachedDeclaration(s string) (*generation.NodeDeclaration, error) {
 				}
 			}
 			s.Order = int(d.Int())
+			s.Encoding = d.Str()
+			s.Validate = d.strs()
+			s.ValidateShell = d.bool()
+			s.Purge = d.bool()
+			s.UID = d.optInt()
+			s.GID = d.optInt()
+			s.Groups = d.strs()
+			s.Home = d.Str()
+			s.Shell = d.Str()
+			s.System = d.bool()
 		}
 	}
 	if n := d.Count(1); n > 0 {

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/muster-tool/muster/internal/ledger"
@@ -35,6 +36,8 @@ func orphans(ctx context.Context, sys *resource.System, led ledger.Ledger, specs
 		switch {
 		case e.Kind == resource.Service:
 			why = "muster does not remove units"
+		case e.Kind == resource.User || e.Kind == resource.Group:
+			why = fmt.Sprintf("muster removes a %s only when it is declared state = \"absent\"", e.Kind)
 		case e.Kind == resource.Package && e.Created:
 			why = "packages are removed only when the declaration sets prune = true"
 		default:

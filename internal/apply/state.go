@@ -185,7 +185,7 @@ func parseLedger(text string) (ledger.Ledger, error) {
 		switch e.Kind {
 		case resource.File, resource.Directory, resource.Symlink:
 			e.Path = where
-		case resource.Package, resource.Service:
+		case resource.Package, resource.Service, resource.User, resource.Group:
 			e.Name = where
 		default:
 			return nil, fmt.Errorf("line %d: unknown type %q", n, f[0])
@@ -220,7 +220,7 @@ func saveLedger(dir string, key stateKey, l ledger.Ledger) error {
 	b.WriteString(ledgerHeader + "\n")
 	for _, e := range l.Entries() {
 		where := e.Path
-		if e.Kind == resource.Package || e.Kind == resource.Service {
+		if !e.Kind.HasPath() {
 			where = e.Name
 		}
 		if needsQuote(where) {

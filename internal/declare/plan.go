@@ -378,7 +378,7 @@ func newEntryCache() *entryCache {
 
 func (c *entryCache) get(s *resource.Spec) (*entry, error) {
 	k := idKey{s.Kind, s.Path, s.Content}
-	if s.Kind == resource.Package || s.Kind == resource.Service {
+	if !s.Kind.HasPath() {
 		k.name = s.Name
 	}
 	for _, e := range c.byID[k] {
@@ -415,7 +415,14 @@ func sameSpec(a, b *resource.Spec) bool {
 		a.Owner == b.Owner && a.Group == b.Group && a.ReplaceSymlink == b.ReplaceSymlink &&
 		a.Target == b.Target && a.Version == b.Version &&
 		sameBool(a.Enabled, b.Enabled) && sameBool(a.Running, b.Running) &&
-		slices.Equal(a.RestartOn, b.RestartOn) && a.Order == b.Order
+		slices.Equal(a.RestartOn, b.RestartOn) && a.Order == b.Order &&
+		a.Encoding == b.Encoding && slices.Equal(a.Validate, b.Validate) && a.ValidateShell == b.ValidateShell &&
+		a.Purge == b.Purge && sameInt(a.UID, b.UID) && sameInt(a.GID, b.GID) &&
+		slices.Equal(a.Groups, b.Groups) && a.Home == b.Home && a.Shell == b.Shell && a.System == b.System
+}
+
+func sameInt(a, b *int) bool {
+	return a == b || a != nil && b != nil && *a == *b
 }
 
 func sameBool(a, b *bool) bool {

@@ -1,8 +1,6 @@
 package resource
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -93,35 +91,25 @@ func (x *ids) find(db, what, name string) (int, error) {
 	return id, nil
 }
 
-// load reads name:x:id lines from the root's etc/passwd or etc/group,
-// through os.Root so that the read stays inside the root.
+// load reads the names and ids of the root's etc/passwd or etc/group
+// (readDB); the first line of a name counts.
 func (x *ids) load(db string) (map[string]int, error) {
-	root, err := os.OpenRoot(x.root)
-	if err != nil {
-		return nil, err
+	lines, err := readDB(x.root, db, 3)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s/etc/%s does not exist", x.root, db)
 	}
-	defer root.Close()
-	data, err := root.ReadFile("etc/" + db)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%s/etc/%s does not exist", x.root, db)
-		}
 		return nil, err
 	}
 	m := map[string]int{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		f := bytes.SplitN(sc.Bytes(), []byte(":"), 4)
-		if len(f) < 3 || len(f[0]) == 0 || f[0][0] == '#' {
-			continue
-		}
-		id, err := strconv.ParseUint(string(f[2]), 10, 32)
+	for _, f := range lines {
+		id, err := strconv.ParseUint(f[2], 10, 32)
 		if err != nil {
 			continue
 		}
-		if _, dup := m[string(f[0])]; !dup {
-			m[string(f[0])] = int(id)
+		if _, dup := m[f[0]]; !dup {
+			m[f[0]] = int(id)
 		}
 	}
-	return m, sc.Err()
+	return m, nil
 }

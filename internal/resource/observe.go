@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -34,6 +35,10 @@ type State struct {
 	Target string
 	// Version of an installed package.
 	Version string
+	// Home, Shell and supplementary Groups (sorted) of a user; UID and
+	// GID are its ids, GID a group's.
+	Home, Shell string
+	Groups      []string
 	// Enabled and Active of a service; nil when not read.
 	Enabled *bool
 	Active  *bool
@@ -256,13 +261,12 @@ func stateDigest(spec *Spec, st *State) string {
 	b = append(b, "type "...)
 	b = append(b, spec.Kind...)
 	b = append(b, '\n')
-	switch spec.Kind {
-	case Package, Service:
-		b = append(b, "name "...)
-		b = append(b, spec.Name...)
-	default:
+	if isPath(spec.Kind) {
 		b = append(b, "path "...)
 		b = append(b, spec.Path...)
+	} else {
+		b = append(b, "name "...)
+		b = append(b, spec.Name...)
 	}
 	b = append(b, '\n')
 	switch {
@@ -282,6 +286,22 @@ func stateDigest(spec *Spec, st *State) string {
 	case spec.Kind == Package:
 		b = append(b, "version "...)
 		b = append(b, st.Version...)
+		b = append(b, '\n')
+	case spec.Kind == Group:
+		b = append(b, "gid "...)
+		b = strconv.AppendInt(b, int64(st.GID), 10)
+		b = append(b, '\n')
+	case spec.Kind == User:
+		b = append(b, "uid "...)
+		b = strconv.AppendInt(b, int64(st.UID), 10)
+		b = append(b, "\ngid "...)
+		b = strconv.AppendInt(b, int64(st.GID), 10)
+		b = append(b, "\nhome "...)
+		b = append(b, st.Home...)
+		b = append(b, "\nshell "...)
+		b = append(b, st.Shell...)
+		b = append(b, "\ngroups "...)
+		b = append(b, strings.Join(st.Groups, ",")...)
 		b = append(b, '\n')
 	default:
 		switch st.Type {
@@ -337,6 +357,8 @@ func (s *System) Observe(ctx context.Context, spec Spec) (State, error) {
 		r.observePackages()
 	case Service:
 		r.observeServices()
+	case User, Group:
+		r.observeAccounts()
 	default:
 		r.observePaths(r.t, nil)
 	}

@@ -219,6 +219,10 @@ func (r *run) changePaths(items []*item) {
 		if r.interrupted(it) {
 			continue
 		}
+		if err := r.settleOwner(it); err != nil {
+			it.fatal = err
+			continue
+		}
 		if err := r.changePath(it); err != nil {
 			it.fatal = err
 			it.what = nil

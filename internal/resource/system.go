@@ -2,13 +2,16 @@
 //
 // System.Apply reconciles a host with its specs in two phases. The change
 // phase runs in order: specs are grouped by their effective order (Spec.Order,
-// or DefaultOrder of the kind: packages 100, files, directories and symlinks
-// 200, services 300), lower first; inside a group packages come first (one
-// Installed query and at most one Install and one Remove call for all of
-// them), then paths (shallow before deep for present ones, deep before
-// shallow for absent ones, so a directory or declared symlink exists before
-// what lies under it), then services. A service whose RestartOn names a path
-// this run changed is restarted after all other changes. The read-back phase then
+// or DefaultOrder of the kind: packages 100, users and groups 150, files,
+// directories and symlinks 200, services 300), lower first; inside a group
+// packages come first (one Installed query and at most one Install and one
+// Remove call for all of them), then users and groups (see accounts.go),
+// then paths (shallow before deep for present ones, deep before shallow for
+// absent ones, so a directory or declared symlink exists before what lies
+// under it), then services. A service whose RestartOn names a path this run
+// changed is restarted after all other changes, unless a path it names
+// failed its validate command (validate.go). Directories with Purge are
+// purged last (purge.go). The read-back phase then
 // observes every spec again from scratch and compares it with the spec. The
 // result of each line comes from that comparison alone: a line is ok or
 // changed only when its read-back matched; a change step that failed makes it
@@ -23,7 +26,10 @@
 // or owner of a file differs it is fixed in place, without rewriting the
 // content. Content is compared while it is hashed; only sha256 digests ever
 // appear in a line's detail, never content, and never anything of a Secret
-// spec but its digest.
+// spec but its digest; the one exception is the output of a file's validate
+// command, of which validate.go says what is shown. Content that is not
+// text (Spec.Encoding) is written as the bytes it decodes to, and its
+// changes are shown by digest and size.
 //
 // Paths are confined to System.Root: every directory is reached from an open
 // handle on the root by opening one name at a time without following
@@ -58,7 +64,8 @@
 // <name>", then "absent" alone, or for a file "content sha256:<hex>", for a
 // symlink "target <target>", "mode <octal>" (not for symlinks), "uid <n>",
 // "gid <n>"; for a package "version <v>"; for a service "enabled <bool>" and
-// "active <bool>" when read.
+// "active <bool>" when read; for a group "gid <n>"; for a user "uid <n>",
+// "gid <n>", "home <path>", "shell <path>" and "groups <a,b,...>".
 package resource
 
 import (
@@ -134,7 +141,8 @@ type Result struct {
 	// Failed.
 	Status outcome.Status
 	// Detail says why a line failed (the backend's own message) or what
-	// changed. It never holds file content, only digests.
+	// changed. It never holds file content, only digests, but for what
+	// validate.go shows of a validate command's output.
 	Detail string
 	// Digest is the digest of the verified state, empty when failed.
 	Digest string
@@ -153,6 +161,8 @@ func DefaultOrder(k Kind) int {
 	switch k {
 	case Package:
 		return 100
+	case User, Group:
+		return 150
 	case Service:
 		return 300
 	}
@@ -174,8 +184,11 @@ type item struct {
 	parent, base string
 	dir          *os.File // parent's handle for the current observation
 	// leave: an orphan muster leaves alone (a unit, a package without
-	// Prune); its line says so and nothing is read.
+	// Prune, a user or group); its line says so and nothing is read.
 	leave bool
+	// pendingOwner: the owner or group is a user or group this run
+	// makes, resolved by settleOwner when the path's group changes.
+	pendingOwner bool
 	// kept: an orphaned directory that could not be removed because it is
 	// not empty; its line warns, with the note.
 	kept bool
@@ -228,6 +241,10 @@ type run struct {
 	invalid map[string]bool
 	// secrets: lines of secret content, for validate's output.
 	secrets []string
+	// ids resolves owners; made again after accounts change.
+	ids *ids
+	// db is the accounts databases as last observed.
+	db *accountsDB
 	// workers: one per goroutine observing paths; the first also
 	// serves the change phase's own looks.
 	workers workers
@@ -297,7 +314,8 @@ func (s *System) newRun(ctx context.Context, specs []Spec) *run {
 	if !s.DryRun && len(s.Known) > 0 {
 		r.known = &knownFiles{list: s.Known}
 	}
-	ids := newIDs(s.Root, r.live)
+	r.ids = newIDs(s.Root, r.live)
+	accounts := declaredAccounts(specs)
 	all := make([]item, len(specs))
 	for i := range specs {
 		it := &all[i]
@@ -307,7 +325,7 @@ func (s *System) newRun(ctx context.Context, specs []Spec) *run {
 		if it.order == 0 {
 			it.order = DefaultOrder(specs[i].Kind)
 		}
-		it.err = it.resolve(ids)
+		it.err = it.resolve(r.ids, accounts)
 	}
 	// Both lines of a clash fail: neither can be applied alone.
 	for _, c := range Clashes(specs) {
@@ -352,8 +370,9 @@ func (r *run) close() {
 
 func isPath(k Kind) bool { return k == File || k == Directory || k == Symlink }
 
-// resolve checks a spec (Check) and resolves what it declares.
-func (it *item) resolve(ids *ids) error {
+// resolve checks a spec (Check) and resolves what it declares. accounts
+// holds the users and groups the run makes (nil: none).
+func (it *item) resolve(ids *ids, accounts accountIDs) error {
 	s := it.spec
 	if bad := Check(s); len(bad) > 0 {
 		return bad[0]
@@ -379,16 +398,30 @@ func (it *item) resolve(ids *ids) error {
 		}
 		it.mode = int(m)
 	}
-	var err error
-	if s.Owner != "" {
-		if it.uid, err = ids.user(s.Owner); err != nil {
-			return err
+	for _, o := range []struct {
+		db, what, name string
+		id         *int
+	}{{"passwd", "owner", s.Owner, &it.uid}, {"group", "group", s.Group, &it.gid}} {
+		if o.name == "" {
+			continue
 		}
-	}
-	if s.Group != "" {
-		if it.gid, err = ids.group(s.Group); err != nil {
-			return err
+		id, err := ids.lookup(o.db, o.what, o.name)
+		if err == nil {
+			*o.id = id
+			continue
 		}
+		kind := User
+		if o.db == "group" {
+			kind = Group
+		}
+		order, made := accounts[idKey{o.db, o.name}]
+		switch {
+		case !made:
+			return fmt.Errorf("%w; no %s resource of this declaration makes it, and muster never puts another owner in its place", err, kind)
+		case order > it.order:
+			return fmt.Errorf("%s %q does not exist yet: this declaration makes it at order %d, after this %s's order %d; give the %s a lower order", o.what, o.name, order, it.spec.Kind, it.order, kind)
+		}
+		it.pendingOwner = true
 	}
 	return nil
 }
@@ -402,6 +435,12 @@ func (r *run) change() {
 		}
 		if c := cmp.Compare(kindRank(a.spec.Kind), kindRank(b.spec.Kind)); c != 0 {
 			return c
+		}
+		if a.spec.Kind == User || a.spec.Kind == Group {
+			// Groups before the users in them; to remove, the users
+			// first, since a group cannot go while it is a user's
+			// primary group.
+			return cmp.Compare(accountRank(a), accountRank(b))
 		}
 		if !isPath(a.spec.Kind) {
 			return 0
@@ -431,12 +470,14 @@ func (r *run) change() {
 		}
 		group := sorted[:n]
 		sorted = sorted[n:]
-		var pkgs, paths, svcs []*item
+		var pkgs, accts, paths, svcs []*item
 		for _, it := range group {
 			switch {
 			case it.err != nil:
 			case it.spec.Kind == Package:
 				pkgs = append(pkgs, it)
+			case it.spec.Kind == User || it.spec.Kind == Group:
+				accts = append(accts, it)
 			case it.spec.Kind == Service:
 				svcs = append(svcs, it)
 			default:
@@ -444,6 +485,7 @@ func (r *run) change() {
 			}
 		}
 		r.changePackages(pkgs)
+		r.changeAccounts(accts)
 		r.changePaths(paths)
 		r.changeServices(svcs)
 	}
@@ -454,10 +496,26 @@ func kindRank(k Kind) int {
 	switch k {
 	case Package:
 		return 0
+	case User, Group:
+		return 1
 	case Service:
+		return 3
+	}
+	return 2
+}
+
+// accountRank orders accounts: present groups, present users, absent
+// users, absent groups.
+func accountRank(it *item) int {
+	switch {
+	case !it.absent && it.spec.Kind == Group:
+		return 0
+	case !it.absent:
+		return 1
+	case it.spec.Kind == User:
 		return 2
 	}
-	return 1
+	return 3
 }
 
 // interrupted reports, for a line about to change, that the run was
@@ -475,6 +533,7 @@ func (r *run) observeBefore() {
 	r.observePaths(r.t, r.known)
 	if r.s.DryRun {
 		r.observePackages()
+		r.observeAccounts()
 		r.observeServices()
 	}
 }
@@ -543,6 +602,7 @@ func (r *run) readBack() {
 	}
 	r.observePaths(r.t, nil)
 	r.observePackages()
+	r.observeAccounts()
 	r.observeServices()
 }
 
@@ -556,6 +616,11 @@ func (r *run) result(it *item) Result {
 		return res
 	case it.fatal != nil:
 		res.Detail = it.fatal.Error()
+		return res
+	case it.pendingOwner:
+		// settleOwner runs before every path is changed; a path it
+		// did not reach cannot vouch for its owner.
+		res.Detail = fmt.Sprintf("owner %q or group %q was never resolved", it.spec.Owner, it.spec.Group)
 		return res
 	case it.leave:
 		res.Status, res.Detail = outcome.OK, it.note
@@ -606,6 +671,8 @@ func (r *run) mismatch(it *item, st *State) []string {
 		return packageMismatch(it, st)
 	case Service:
 		return r.serviceMismatch(it, st)
+	case User, Group:
+		return accountMismatch(it, st, r.db)
 	}
 	return pathMismatch(it, st)
 }
@@ -636,7 +703,7 @@ func (r *run) dryResults() []Result {
 			continue // after the paths, for restarts
 		}
 		diffs := r.mismatch(it, &it.obs.st)
-		if len(diffs) == 0 {
+		if len(diffs) == 0 && !it.pendingOwner {
 			out[i].Status = outcome.OK
 			out[i].Digest = stateDigest(it.spec, &it.obs.st)
 			continue
@@ -645,6 +712,9 @@ func (r *run) dryResults() []Result {
 		if err != nil {
 			out[i].Detail = err.Error()
 			continue
+		}
+		if it.pendingOwner {
+			what = append(what, pendingOwnerPlan(it.spec))
 		}
 		out[i].Status = outcome.Changed
 		if removes {
@@ -693,7 +763,7 @@ func would(what []string) string {
 	for i, w := range what {
 		verb, _, _ := strings.Cut(w, " ")
 		switch verb {
-		case "content", "mode", "owner", "group", "target", "version":
+		case "content", "mode", "owner", "group", "target", "version", "uid", "gid", "primary", "groups", "home", "shell":
 			if change {
 				w = "change " + w
 				change = false
@@ -705,8 +775,12 @@ func would(what []string) string {
 }
 
 func (r *run) dryPlan(it *item) ([]string, bool, error) {
-	if it.spec.Kind == Package {
+	switch it.spec.Kind {
+	case Package:
 		return packageDryPlan(it)
+	case User, Group:
+		what, removes := r.accountDryPlan(it)
+		return what, removes, nil
 	}
 	st := &it.obs.st
 	p, err := planPath(it, st, r.s.Owns)
@@ -747,13 +821,16 @@ func (s *System) RemoveAll(ctx context.Context, specs []Spec) []Result {
 				paths = append(paths, it)
 			}
 		case Package:
-			if it.err = it.resolve(nil); it.err == nil {
+			if it.err = it.resolve(nil, nil); it.err == nil {
 				it.absent = true
 				pkgs = append(pkgs, it)
 			}
 		case Service:
 			it.leave = true
 			it.note = "left as it is: muster does not remove units"
+		case User, Group:
+			it.leave = true
+			it.note = fmt.Sprintf("left as it is: muster removes a %s only when it is declared absent", sp.Kind)
 		default:
 			it.err = fmt.Errorf("unknown resource type %q", sp.Kind)
 		}
@@ -791,7 +868,7 @@ func (r *run) dryOrphan(it *item) Result {
 	switch {
 	case it.err != nil:
 		res.Detail = it.err.Error()
-	case it.spec.Kind == Service:
+	case it.spec.Kind == Service || it.spec.Kind == User || it.spec.Kind == Group:
 		res.Status, res.Detail = outcome.OK, it.note
 	case it.spec.Kind == Package && !r.s.Prune:
 		res.Status, res.Detail = outcome.OK, pruneNote
