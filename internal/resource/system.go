@@ -189,6 +189,9 @@ type item struct {
 	// pendingOwner: the owner or group is a user or group this run
 	// makes, resolved by settleOwner when the path's group changes.
 	pendingOwner bool
+	// purgeLeft: what a purge directory holds that a purge would remove,
+	// as last observed (purge.go).
+	purgeLeft []string
 	// kept: an orphaned directory that could not be removed because it is
 	// not empty; its line warns, with the note.
 	kept bool
@@ -489,6 +492,7 @@ func (r *run) change() {
 		r.changePaths(paths)
 		r.changeServices(svcs)
 	}
+	r.purge()
 	r.restarts()
 }
 
@@ -532,6 +536,7 @@ func (r *run) interrupted(it *item) bool {
 func (r *run) observeBefore() {
 	r.observePaths(r.t, r.known)
 	if r.s.DryRun {
+		r.observePurges()
 		r.observePackages()
 		r.observeAccounts()
 		r.observeServices()
@@ -601,6 +606,7 @@ func (r *run) readBack() {
 		}
 	}
 	r.observePaths(r.t, nil)
+	r.observePurges()
 	r.observePackages()
 	r.observeAccounts()
 	r.observeServices()
@@ -674,7 +680,7 @@ func (r *run) mismatch(it *item, st *State) []string {
 	case User, Group:
 		return accountMismatch(it, st, r.db)
 	}
-	return pathMismatch(it, st)
+	return append(pathMismatch(it, st), purgeMismatch(it)...)
 }
 
 // dryResults reports what Apply would do, from the observations alone.
@@ -786,6 +792,9 @@ func (r *run) dryPlan(it *item) ([]string, bool, error) {
 	p, err := planPath(it, st, r.s.Owns)
 	if err != nil {
 		return nil, false, err
+	}
+	if len(it.purgeLeft) > 0 {
+		p.what = append(p.what, purgeWhat("purge", it.purgeLeft))
 	}
 	if p.remove && it.spec.Kind == Directory {
 		if d, err := r.t.dir(it.parent, false); err == nil {
