@@ -3,6 +3,7 @@ package declaration
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -82,28 +83,44 @@ type setting struct{ name, value string }
 func settingsOf(s resource.Spec) []setting {
 	content := ""
 	if s.Kind == resource.File && s.State != "absent" {
-		content = Digest(s.Content)
+		content = contentShown(s)
 	}
 	order := ""
 	if s.Order != 0 {
 		order = strconv.Itoa(s.Order)
 	}
-	return []setting{
+	return append([]setting{
 		{"state", s.State},
 		{"content", content},
 		{"secret", boolText(s.Secret)},
+		{"validate", validateShown(s)},
+		{"validate_shell", boolText(s.ValidateShell)},
 		{"mode", s.Mode},
 		{"special_bits", boolText(s.SpecialBits)},
 		{"owner", s.Owner},
 		{"group", s.Group},
 		{"replace_symlink", boolText(s.ReplaceSymlink)},
+		{"purge", boolText(s.Purge)},
 		{"target", s.Target},
 		{"version", s.Version},
 		{"enabled", optBool(s.Enabled)},
 		{"running", optBool(s.Running)},
 		{"restart_on", strings.Join(s.RestartOn, ",")},
 		{"order", order},
+	}, accountSettings(s)...)
+}
+
+// contentShown is a file's content as a diff shows it: a digest, and for
+// content that is not text (which no one reads in a diff) its size too.
+func contentShown(s resource.Spec) string {
+	if s.Encoding == "" {
+		return Digest(s.Content)
 	}
+	b, err := s.Bytes()
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	return fmt.Sprintf("%s (%d bytes, binary)", Digest(b), len(b))
 }
 
 func boolText(b bool) string {
@@ -125,7 +142,8 @@ func shown(s setting) string {
 	switch {
 	case s.value != "":
 		return s.value
-	case s.name == "secret" || s.name == "special_bits" || s.name == "replace_symlink":
+	case s.name == "secret" || s.name == "special_bits" || s.name == "replace_symlink" ||
+		s.name == "validate_shell" || s.name == "purge" || s.name == "system":
 		return "false"
 	}
 	return "(none)"

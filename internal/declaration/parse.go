@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -63,7 +64,10 @@ type nodeSection struct {
 	res  []declared // sorted by ID, filled once all files are read
 }
 
-var kinds = []resource.Kind{resource.File, resource.Directory, resource.Symlink, resource.Package, resource.Service}
+var kinds = []resource.Kind{resource.File, resource.Directory, resource.Symlink, treeKind, resource.Package, resource.Service, resource.User, resource.Group}
+
+// kindList names the resource types a declaration may use, for messages.
+const kindList = "file, directory, symlink, tree, package, service, user or group"
 
 func isKind(s string) bool {
 	for _, k := range kinds {
@@ -82,11 +86,13 @@ type builder struct {
 	roles    map[string]*role
 	nodes    map[string]*nodeSection
 	sources  map[string]sourceFile // `source =` files read so far, shared
+	trees    map[string]treeSource // tree sources read so far, shared
 }
 
 type sourceFile struct {
-	content string
+	content string // the file's bytes
 	err     string
+	text    bool // content is UTF-8 text
 }
 
 // Parse validates the declaration files and builds the Declaration. It
@@ -357,7 +363,7 @@ func (fp *fileParser) role(name string, v any) {
 			fp.resources(resource.Kind(k), fk, v, "role "+name, byID)
 		default:
 			if _, isTable := v.(map[string]any); isTable {
-				fp.errorf(fk, "unknown resource type %q (want file, directory, symlink, package or service)", k)
+				fp.errorf(fk, "unknown resource type %q (want %s)", k, kindList)
 			} else {
 				fp.errorf(fk, "unknown key (want nodes, labels, or a resource type)")
 			}
@@ -402,7 +408,7 @@ func (fp *fileParser) node(name string, v any) {
 		case k == "nodes" || k == "labels":
 			fp.errorf(fk, "a node section holds only resources; use a role to select nodes")
 		default:
-			fp.errorf(fk, "unknown resource type %q (want file, directory, symlink, package or service)", k)
+			fp.errorf(fk, "unknown resource type %q (want %s)", k, kindList)
 		}
 	}
 }
@@ -420,20 +426,29 @@ func (fp *fileParser) resources(kind resource.Kind, key []string, v any, by stri
 		if !ok {
 			continue
 		}
+		if kind == treeKind {
+			fp.tree(name, rk, rt, by, byID)
+			continue
+		}
 		spec, ok := fp.resource(kind, name, rk, rt)
 		if !ok {
 			continue
 		}
-		id := spec.ID()
-		d := declared{spec: spec, id: id, at: fp.at(rk), key: toml.Key(rk).String(), by: by}
-		if prev, dup := byID[id]; dup {
-			if !sameSpec(prev.spec, spec) {
-				fp.errorf(rk, "%s is also declared for %s at %s with different settings", id, by, prev.at)
-			}
-			continue
-		}
-		byID[id] = d
+		fp.declare(rk, spec, by, byID)
 	}
+}
+
+// declare adds one resource declared at key to byID.
+func (fp *fileParser) declare(key []string, spec resource.Spec, by string, byID map[string]declared) {
+	id := spec.ID()
+	d := declared{spec: spec, id: id, at: fp.at(key), key: toml.Key(key).String(), by: by}
+	if prev, dup := byID[id]; dup {
+		if !sameSpec(prev.spec, spec) {
+			fp.errorf(key, "%s is also declared for %s at %s with different settings", id, by, prev.at)
+		}
+		return
+	}
+	byID[id] = d
 }
 
 func exampleHeader(kind resource.Kind) string {
@@ -442,6 +457,10 @@ func exampleHeader(kind resource.Kind) string {
 		return "[role.NAME.package.nginx]"
 	case resource.Service:
 		return "[role.NAME.service.nginx]"
+	case resource.User:
+		return "[role.NAME.user.deploy]"
+	case resource.Group:
+		return "[role.NAME.group.web]"
 	}
 	return fmt.Sprintf("[role.NAME.%s.\"/etc/example\"]", kind)
 }
@@ -525,7 +544,7 @@ func (fp *fileParser) resource(kind resource.Kind, name string, key []string, t 
 	spec := resource.Spec{Kind: kind}
 	switch kind {
 	case resource.File:
-		s.only(kind, "content", "source", "secret", "mode", "special_bits", "owner", "group", "replace_symlink", "state", "order")
+		s.only(kind, "content", "source", "secret", "mode", "special_bits", "owner", "group", "replace_symlink", "validate", "validate_shell", "state", "order")
 		spec.Path = name
 		spec.State = s.state()
 		s.ownership(&spec)
@@ -540,11 +559,14 @@ func (fp *fileParser) resource(kind resource.Kind, name string, key []string, t 
 		case hasContent && hasSource:
 			s.errorf("source", "a file takes content or source, not both")
 		case hasSource:
-			spec.Content = s.readSource(source)
+			s.readFileSource(source, &spec)
 		case hasContent:
 			spec.Content = content
 		case !s.has("content") && !s.has("source"):
 			s.errorf("", "a present file needs content or source (content = \"\" for an empty file)")
+		}
+		if spec.State != "absent" {
+			s.validate(&spec)
 		}
 	case resource.Directory:
 		s.only(kind, "mode", "special_bits", "owner", "group", "replace_symlink", "state", "order")
@@ -594,6 +616,8 @@ func (fp *fileParser) resource(kind resource.Kind, name string, key []string, t 
 				s.ok = false
 			}
 		}
+	case resource.User, resource.Group:
+		s.account(kind, name, &spec)
 	}
 	if v, ok := s.t["order"]; ok {
 		n, isInt := v.(int64)
@@ -659,22 +683,42 @@ func (s *settings) ownership(spec *resource.Spec) {
 // ignoredWhenAbsent warns about settings that say nothing about an
 // absent resource, and leaves them out of the Spec.
 func (s *settings) ignoredWhenAbsent(kind resource.Kind, spec *resource.Spec, extra ...string) {
-	for _, k := range append([]string{"mode", "special_bits", "owner", "group", "replace_symlink"}, extra...) {
+	base := []string{"mode", "special_bits", "owner", "group", "replace_symlink"}
+	if kind == resource.File {
+		base = append(base, "validate", "validate_shell")
+	}
+	for _, k := range append(base, extra...) {
 		if s.has(k) {
 			s.warnf(k, "ignored: the %s is declared absent", kind)
 		}
 	}
-	spec.Mode, spec.Owner, spec.Group, spec.Content, spec.Target = "", "", "", "", ""
+	spec.Mode, spec.Owner, spec.Group, spec.Content, spec.Encoding, spec.Target = "", "", "", "", "", ""
 	spec.SpecialBits, spec.ReplaceSymlink = false, false
+	spec.Validate, spec.ValidateShell = nil, false
 }
 
-// readSource reads a `source =` file relative to the declaration's
-// directory. Each file is read once however many resources name it, and
-// they share the one string.
+// readSource reads a text file named by a declaration, relative to the
+// declaration's directory (see sourceFile, and readFileSource for a file's
+// `source =`, which may be any bytes). Each file is read once however many
+// resources name it, and they share the one string.
 func (s *settings) readSource(src string) string {
+	sf, ok := s.source(src)
+	if !ok {
+		return ""
+	}
+	if !sf.text {
+		s.errorf("source", "source file %q is not UTF-8 text", src)
+		return ""
+	}
+	return sf.content
+}
+
+// source reads a file named by a declaration once, reporting a problem
+// against the source key when it cannot be used.
+func (s *settings) source(src string) (sourceFile, bool) {
 	if src == "" {
 		s.errorf("source", "is empty")
-		return ""
+		return sourceFile{}, false
 	}
 	p := src
 	if !filepath.IsAbs(p) {
@@ -687,8 +731,9 @@ func (s *settings) readSource(src string) string {
 	}
 	if sf.err != "" {
 		s.errorf("source", "%s", sf.err)
+		return sourceFile{}, false
 	}
-	return sf.content
+	return sf, true
 }
 
 func loadSource(p, display string) sourceFile {
@@ -700,15 +745,17 @@ func loadSource(p, display string) sourceFile {
 		return sourceFile{err: fmt.Sprintf("cannot read source file %q: %v", display, errors.Unwrap(err))}
 	case info.IsDir():
 		return sourceFile{err: fmt.Sprintf("source %q is a directory, not a file", display)}
+	case info.Size() > resource.MaxContent:
+		return sourceFile{err: overCap(display, info.Size())}
 	}
 	data, err := os.ReadFile(p)
 	if err != nil {
 		return sourceFile{err: fmt.Sprintf("cannot read source file %q: %v", display, errors.Unwrap(err))}
 	}
-	if !utf8.Valid(data) {
-		return sourceFile{err: fmt.Sprintf("source file %q is not UTF-8 text; file content travels as text", display)}
+	if len(data) > resource.MaxContent {
+		return sourceFile{err: overCap(display, int64(len(data)))}
 	}
-	return sourceFile{content: string(data)}
+	return sourceFile{content: string(data), text: utf8.Valid(data)}
 }
 
 // stringList reads an array of strings.
@@ -819,7 +866,10 @@ func sameSpec(a, b resource.Spec) bool {
 		a.Owner != b.Owner || a.Group != b.Group || a.ReplaceSymlink != b.ReplaceSymlink ||
 		a.Target != b.Target || a.Version != b.Version || a.Order != b.Order ||
 		!sameBool(a.Enabled, b.Enabled) || !sameBool(a.Running, b.Running) ||
-		len(a.RestartOn) != len(b.RestartOn) || a.Content != b.Content {
+		len(a.RestartOn) != len(b.RestartOn) || a.Content != b.Content ||
+		a.Encoding != b.Encoding || a.ValidateShell != b.ValidateShell || a.Purge != b.Purge ||
+		!sameInt(a.UID, b.UID) || !sameInt(a.GID, b.GID) || a.Home != b.Home || a.Shell != b.Shell ||
+		a.System != b.System || !slices.Equal(a.Validate, b.Validate) || !slices.Equal(a.Groups, b.Groups) {
 		return false
 	}
 	for i := range a.RestartOn {
@@ -828,6 +878,13 @@ func sameSpec(a, b resource.Spec) bool {
 		}
 	}
 	return true
+}
+
+func sameInt(a, b *int) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }
 
 func sameBool(a, b *bool) bool {

@@ -403,7 +403,7 @@ func (it *item) resolve(ids *ids, accounts accountIDs) error {
 	}
 	for _, o := range []struct {
 		db, what, name string
-		id         *int
+		id             *int
 	}{{"passwd", "owner", s.Owner, &it.uid}, {"group", "group", s.Group, &it.gid}} {
 		if o.name == "" {
 			continue
