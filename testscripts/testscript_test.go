@@ -5,6 +5,7 @@ package testscripts
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -47,6 +48,14 @@ func params(dir string, setup func(*testscript.Env) error) testscript.Params {
 		Dir:                 dir,
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
+		// [root]: the script runs as root, as tools that chroot into
+		// --root (useradd and its kin) need.
+		Condition: func(cond string) (bool, error) {
+			if cond == "root" {
+				return os.Geteuid() == 0, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 		Setup: func(env *testscript.Env) error {
 			// Nothing from the caller's environment may steer muster.
 			env.Setenv("MUSTER_SPOOL", "")

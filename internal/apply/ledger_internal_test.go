@@ -27,6 +27,8 @@ func TestLedgerRoundTrip(t *testing.T) {
 		{Kind: resource.File, Path: "/srv/ünïcode and spaces"},
 		{Kind: resource.Package, Name: "nginx", Digest: "sha256:9c0d", Created: true},
 		{Kind: resource.Service, Name: "nginx.service"},
+		{Kind: resource.User, Name: "deploy", Digest: "sha256:77", Created: true},
+		{Kind: resource.Group, Name: "web", Created: true},
 	}
 	want := ledger.Ledger{}
 	for _, e := range entries {

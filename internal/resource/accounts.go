@@ -18,12 +18,12 @@ package resource
 // Removing a user leaves its home directory and files in place.
 //
 // A file or directory whose owner or group is a user or group the same
-// declaration makes present, and which does not exist yet, has its owner
-// resolved only when its order group is about to change, after the
-// accounts were made; if it still does not exist then, the line fails
-// naming it. An owner that is neither on the host nor declared fails the
-// line at once. Either way nothing is made with another owner in its
-// place.
+// declaration makes present has its owner resolved again when its order
+// group is about to change, after the accounts were made or changed (a
+// changed gid is a changed group owner); if it does not exist then, the
+// line fails naming it. An owner that is neither on the host nor declared
+// fails the line at once. Either way nothing is made with another owner in
+// its place.
 
 import (
 	"bytes"
@@ -441,12 +441,12 @@ func declaredAccounts(specs []Spec) accountIDs {
 }
 
 // settleOwner resolves the owner and group of a path whose user or group
-// this run makes, once its order group is about to change.
+// this run makes or may change, once its order group is about to change.
 func (r *run) settleOwner(it *item) error {
-	if !it.pendingOwner {
+	if !it.pendingOwner && !it.resettle {
 		return nil
 	}
-	it.pendingOwner = false
+	it.pendingOwner, it.resettle = false, false
 	s := it.spec
 	if r.ids == nil {
 		r.ids = newIDs(r.s.Root, r.live)

@@ -102,11 +102,16 @@ func TestAccountsChangedAndRemoved(t *testing.T) {
 	s := &System{Root: root}
 	web := Spec{Kind: Group, Name: "web", GID: intp(4300)}
 	deploy := Spec{Kind: User, Name: "deploy", UID: intp(4400), Group: "web", Shell: "/bin/sh", Groups: []string{"muster-ops"}}
-	apply(t, s, web, deploy)
+	f := Spec{Kind: File, Path: "/srv/f", Content: "f", Owner: "deploy", Group: "web"}
+	apply(t, s, web, deploy, f)
 
 	web.GID = intp(4301)
 	deploy.Group, deploy.Shell, deploy.Groups, deploy.UID = "muster-web", "/bin/bash", []string{"web"}, intp(4401)
-	res := apply(t, s, web, deploy)
+	res := apply(t, s, web, deploy, f)
+	// The file's owners are looked up after the accounts changed.
+	if r := wantStatus(t, res, f.ID(), outcome.Changed); r.Detail != "owner 4400 → 4401, group 4300 → 4301" {
+		t.Errorf("file detail %q", r.Detail)
+	}
 	if r := wantStatus(t, res, "group:web", outcome.Changed); r.Detail != "gid 4300 → 4301" {
 		t.Errorf("group detail %q", r.Detail)
 	}

@@ -187,8 +187,10 @@ type item struct {
 	// Prune, a user or group); its line says so and nothing is read.
 	leave bool
 	// pendingOwner: the owner or group is a user or group this run
-	// makes, resolved by settleOwner when the path's group changes.
-	pendingOwner bool
+	// makes, resolved by settleOwner when the path's group changes;
+	// resettle: it exists, but this run may change its id, so
+	// settleOwner looks it up again.
+	pendingOwner, resettle bool
 	// purgeLeft: what a purge directory holds that a purge would remove,
 	// as last observed (purge.go).
 	purgeLeft []string
@@ -409,15 +411,18 @@ func (it *item) resolve(ids *ids, accounts accountIDs) error {
 			continue
 		}
 		id, err := ids.lookup(o.db, o.what, o.name)
+		order, made := accounts[idKey{o.db, o.name}]
 		if err == nil {
 			*o.id = id
+			// An account this run changes may change its id: looked
+			// up again once it has been changed.
+			it.resettle = it.resettle || (made && order <= it.order)
 			continue
 		}
 		kind := User
 		if o.db == "group" {
 			kind = Group
 		}
-		order, made := accounts[idKey{o.db, o.name}]
 		switch {
 		case !made:
 			return fmt.Errorf("%w; no %s resource of this declaration makes it, and muster never puts another owner in its place", err, kind)

@@ -63,7 +63,11 @@ const (
 // directory d. It returns nil when the command exits 0.
 func (r *run) validate(it *item, d *os.File, e *atomicfile.Entry) error {
 	s := it.spec
-	staged := filepath.Join(r.s.Root, d.Name(), e.TempName())
+	root, err := filepath.Abs(r.s.Root)
+	if err != nil {
+		return err
+	}
+	staged := filepath.Join(root, d.Name(), e.TempName())
 	argv := validateArgv(s, staged)
 	ctx, cancel := context.WithTimeout(r.ctx, validateTimeout)
 	defer cancel()
@@ -74,7 +78,7 @@ func (r *run) validate(it *item, d *os.File, e *atomicfile.Entry) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
-	err := cmd.Run()
+	err = cmd.Run()
 	shown := strconv.Quote(strings.Join(s.Validate, " "))
 	var ee *exec.ExitError
 	switch {
