@@ -1,6 +1,7 @@
 #!/bin/sh
 # Install what the tests need on a fresh Debian machine with Go: the Debian
-# tools the package and man page tests drive, the FUSE drivers and mkfs/fsck
+# tools the package, user and group, and man page tests drive (dpkg, apt,
+# the shadow tools useradd and its kin), the FUSE drivers and mkfs/fsck
 # of FAT and exFAT the USB stick tests mount images with, and the S3 server
 # the object store tests run against. Run by `make test` (and so by CI)
 # before the tests.
@@ -14,6 +15,7 @@ command -v apt-get >/dev/null || need="$need apt"
 command -v systemctl >/dev/null || need="$need systemd"
 command -v mandoc >/dev/null || need="$need mandoc"
 command -v rsync >/dev/null || need="$need rsync"
+have useradd || need="$need passwd"
 have fusefat || need="$need fusefat"
 have mount.exfat-fuse || need="$need exfat-fuse"
 have mkfs.vfat || need="$need dosfstools"

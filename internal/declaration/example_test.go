@@ -73,6 +73,13 @@ func TestExampleParsesWithoutProblems(t *testing.T) {
 		{"db-01", "package:muster", func(s resource.Spec) bool { return s.Version == "1.4.2-1" && s.Order == 20 }, "muster itself"},
 		{"db-01", "file:/etc/resolv.conf", func(s resource.Spec) bool { return s.ReplaceSymlink }, "a file that may replace a symlink"},
 		{"web-02", "directory:/srv/www/uploads", func(s resource.Spec) bool { return s.Mode == "2775" && s.SpecialBits }, "a setgid directory"},
+		{"web-02", "file:/usr/local/share/ca-certificates/internal-ca.der", func(s resource.Spec) bool { return s.Encoding == "base64" }, "a binary file"},
+		{"web-02", "group:web", func(s resource.Spec) bool { return s.GID != nil && *s.GID == 2001 }, "the web group"},
+		{"web-02", "user:deploy", func(s resource.Spec) bool { return s.Group == "web" && len(s.Groups) == 1 && s.Shell == "/bin/bash" }, "the deploy user"},
+		{"web-02", "file:/etc/sudoers.d/deploy", func(s resource.Spec) bool { return len(s.Validate) == 5 && s.Validate[4] == "%s" }, "a validated file"},
+		{"web-02", "directory:/srv/www/example.org", func(s resource.Spec) bool { return s.Purge && s.Owner == "deploy" }, "the tree's own directory"},
+		{"web-02", "file:/srv/www/example.org/css/site.css", func(s resource.Spec) bool { return s.Mode == "0644" && s.Group == "web" }, "a file of the tree"},
+		{"web-02", "symlink:/srv/www/example.org/home.html", func(s resource.Spec) bool { return s.Target == "index.html" }, "a symlink of the tree"},
 	}
 	for _, c := range checks {
 		s, ok := byNode[c.node][c.id]
