@@ -90,9 +90,12 @@ type builder struct {
 }
 
 type sourceFile struct {
-	content string // the file's bytes
+	// content is the file's bytes when they are UTF-8 text (text), else
+	// their base64, so that every resource naming the file shares one
+	// encoded string.
+	content string
 	err     string
-	text    bool // content is UTF-8 text
+	text    bool
 }
 
 // Parse validates the declaration files and builds the Declaration. It
@@ -755,7 +758,9 @@ func loadSource(p, display string) sourceFile {
 	if len(data) > resource.MaxContent {
 		return sourceFile{err: overCap(display, int64(len(data)))}
 	}
-	return sourceFile{content: string(data), text: utf8.Valid(data)}
+	var spec resource.Spec
+	spec.EncodeContent(data)
+	return sourceFile{content: spec.Content, text: spec.Encoding == ""}
 }
 
 // stringList reads an array of strings.

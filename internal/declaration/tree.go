@@ -40,11 +40,10 @@ func (s *settings) readFileSource(src string, spec *resource.Spec) {
 	if !ok {
 		return
 	}
-	if sf.text {
-		spec.Content, spec.Encoding = sf.content, ""
-		return
+	spec.Content, spec.Encoding = sf.content, ""
+	if !sf.text {
+		spec.Encoding = "base64"
 	}
-	spec.EncodeContent([]byte(sf.content))
 }
 
 // overCap is the problem of a source file over resource.MaxContent.
@@ -123,7 +122,7 @@ func (fp *fileParser) tree(name string, key []string, t map[string]any, by strin
 			spec.Purge = e.rel == "" && root.Purge
 		case resource.File:
 			spec.Kind, spec.Mode = resource.File, orMode(modes["file_mode"], e.mode)
-			spec.EncodeContent([]byte(e.content))
+			spec.Content, spec.Encoding = e.content, e.encoding
 		case resource.Symlink:
 			spec.Kind, spec.Target = resource.Symlink, e.target
 			spec.Owner, spec.Group, spec.SpecialBits = "", "", false
@@ -156,11 +155,12 @@ func orMode(given, source string) string {
 // treeEntry is one thing in a tree's source directory; rel is "" for the
 // directory itself.
 type treeEntry struct {
-	rel     string
-	kind    resource.Kind
-	mode    string // from the source, as 4 octal digits
-	content string
-	target  string
+	rel      string
+	kind     resource.Kind
+	mode     string // from the source, as 4 octal digits
+	content  string // as a Spec carries it (resource.Spec.EncodeContent)
+	encoding string
+	target   string
 }
 
 // readTree reads a tree's source directory, relative to the declaration
@@ -243,7 +243,9 @@ func loadTree(p, display string) ([]treeEntry, string) {
 			if err != nil {
 				return err
 			}
-			e.content = string(data)
+			var spec resource.Spec
+			spec.EncodeContent(data)
+			e.content, e.encoding = spec.Content, spec.Encoding
 		case info.Mode()&fs.ModeSymlink != 0:
 			e.kind = resource.Symlink
 			if e.target, err = os.Readlink(full); err != nil {

@@ -350,7 +350,7 @@ func (r *run) runTool(tool string, args []string) error {
 	}
 	cmd := exec.CommandContext(r.ctx, path, args...)
 	cmd.Dir = "/"
-	out := &capped{max: validateOutput}
+	out := &capped{max: outputKept}
 	cmd.Stdout, cmd.Stderr = out, out
 	err := cmd.Run()
 	if err == nil {

@@ -53,7 +53,7 @@ var validateTimeout = ValidateTimeout
 const (
 	validateLines  = 5
 	validateBytes  = 400
-	validateOutput = 64 << 10 // what is kept of the output at all
+	outputKept     = 64 << 10 // what is kept of a command's output at all
 	// secretLineMin: shorter lines of secret content ("}", "---") are
 	// not looked for in the output; they would withhold everything.
 	secretLineMin = 6
@@ -73,7 +73,7 @@ func (r *run) validate(it *item, d *os.File, e *atomicfile.Entry) error {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = "/"
-	out := &capped{max: validateOutput}
+	out := &capped{max: outputKept}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
