@@ -51,9 +51,9 @@ const ValidateTimeout = 30 * time.Second
 var validateTimeout = ValidateTimeout
 
 const (
-	validateLines  = 5
-	validateBytes  = 400
-	outputKept     = 64 << 10 // what is kept of a command's output at all
+	validateLines = 5
+	validateBytes = 400
+	outputKept    = 64 << 10 // what is kept of a command's output at all
 	// secretLineMin: shorter lines of secret content ("}", "---") are
 	// not looked for in the output; they would withhold everything.
 	secretLineMin = 6
