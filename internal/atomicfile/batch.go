@@ -77,7 +77,7 @@ func (b *Batch) Add(dir *os.File, name string, data []byte, perm fs.FileMode, ui
 		err = unix.Fchown(fd, uid, gid)
 	}
 	if err == nil {
-		err = unix.Fchmod(fd, unixMode(perm))
+		err = unix.Fchmod(fd, UnixMode(perm))
 	}
 	if cerr := unix.Close(fd); err == nil {
 		err = cerr
@@ -286,8 +286,8 @@ func IsTempOf(entry, name string) bool {
 	return true
 }
 
-// unixMode converts a FileMode's permission and set-id bits to chmod(2)'s.
-func unixMode(m fs.FileMode) uint32 {
+// UnixMode converts a FileMode's permission and set-id bits to chmod(2)'s.
+func UnixMode(m fs.FileMode) uint32 {
 	u := uint32(m.Perm())
 	if m&fs.ModeSetuid != 0 {
 		u |= unix.S_ISUID

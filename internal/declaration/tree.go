@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/muster-tool/muster/internal/atomicfile"
 	"github.com/muster-tool/muster/internal/resource"
 )
 
@@ -225,7 +226,7 @@ func loadTree(p, display string) ([]treeEntry, string) {
 				return err
 			}
 		}
-		e := treeEntry{rel: filepath.ToSlash(rel), mode: fmt.Sprintf("%04o", unixMode(info.Mode()))}
+		e := treeEntry{rel: filepath.ToSlash(rel), mode: fmt.Sprintf("%04o", atomicfile.UnixMode(info.Mode()))}
 		switch {
 		case info.IsDir():
 			e.kind = resource.Directory
@@ -270,21 +271,6 @@ func loadTree(p, display string) ([]treeEntry, string) {
 		return nil, fmt.Sprintf("cannot read source directory %q: %v", display, err)
 	}
 	return out, ""
-}
-
-// unixMode is the permission and set-id bits of m as chmod(2) takes them.
-func unixMode(m fs.FileMode) uint32 {
-	u := uint32(m.Perm())
-	if m&fs.ModeSetuid != 0 {
-		u |= 0o4000
-	}
-	if m&fs.ModeSetgid != 0 {
-		u |= 0o2000
-	}
-	if m&fs.ModeSticky != 0 {
-		u |= 0o1000
-	}
-	return u
 }
 
 func typeOfMode(m fs.FileMode) string {

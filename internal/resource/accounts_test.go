@@ -31,20 +31,14 @@ func needShadow(t *testing.T) string {
 
 func intp(n int) *int { return &n }
 
-// passwdLine returns the root's etc/passwd line of a user, or "".
-func passwdLine(t *testing.T, root, name string) string {
-	t.Helper()
-	for l := range strings.SplitSeq(read(t, root, "/etc/passwd"), "\n") {
-		if strings.HasPrefix(l, name+":") {
-			return l
-		}
-	}
-	return ""
-}
+// passwdLine and groupLine return the root's etc/passwd or etc/group line
+// of a name, or "".
+func passwdLine(t *testing.T, root, name string) string { return dbLine(t, root, "passwd", name) }
+func groupLine(t *testing.T, root, name string) string  { return dbLine(t, root, "group", name) }
 
-func groupLine(t *testing.T, root, name string) string {
+func dbLine(t *testing.T, root, db, name string) string {
 	t.Helper()
-	for l := range strings.SplitSeq(read(t, root, "/etc/group"), "\n") {
+	for l := range strings.SplitSeq(read(t, root, "/etc/"+db), "\n") {
 		if strings.HasPrefix(l, name+":") {
 			return l
 		}
