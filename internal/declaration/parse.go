@@ -700,24 +700,11 @@ func (s *settings) ignoredWhenAbsent(kind resource.Kind, spec *resource.Spec, ex
 	spec.Validate, spec.ValidateShell = nil, false
 }
 
-// readSource reads a text file named by a declaration, relative to the
-// declaration's directory (see sourceFile, and readFileSource for a file's
-// `source =`, which may be any bytes). Each file is read once however many
-// resources name it, and they share the one string.
-func (s *settings) readSource(src string) string {
-	sf, ok := s.source(src)
-	if !ok {
-		return ""
-	}
-	if !sf.text {
-		s.errorf("source", "source file %q is not UTF-8 text", src)
-		return ""
-	}
-	return sf.content
-}
-
-// source reads a file named by a declaration once, reporting a problem
-// against the source key when it cannot be used.
+// source reads a file named by a declaration, relative to the
+// declaration's directory, once however many resources name it (they share
+// the one string), reporting a problem against the source key when it
+// cannot be read. sourceFile.text says whether it is text; a file's
+// `source` may be any bytes (readFileSource).
 func (s *settings) source(src string) (sourceFile, bool) {
 	if src == "" {
 		s.errorf("source", "is empty")
