@@ -32,6 +32,7 @@ type Declaration struct {
 	// mixedPaths: some path is declared as two types in different roles
 	// or node sections, so a node's resources may clash.
 	mixedPaths bool
+	waves      map[string]*wave // [rollout.wave.NAME], by name
 }
 
 // Prune reports whether packages muster installed that no declaration
@@ -87,6 +88,7 @@ type builder struct {
 	nodes    map[string]*nodeSection
 	sources  map[string]sourceFile // `source =` files read so far, shared
 	trees    map[string]treeSource // tree sources read so far, shared
+	waves    map[string]*wave
 }
 
 type sourceFile struct {
@@ -137,11 +139,12 @@ func parse(srcs []Source) (*Declaration, []Problem) {
 		roles:   map[string]*role{},
 		nodes:   map[string]*nodeSection{},
 		sources: map[string]sourceFile{},
+		waves:   map[string]*wave{},
 	}
 	for _, src := range srcs {
 		b.file(src)
 	}
-	d := &Declaration{nodes: b.nodes}
+	d := &Declaration{nodes: b.nodes, waves: b.waves}
 	if b.prune != nil {
 		d.prune = *b.prune
 	}
@@ -248,8 +251,10 @@ func (b *builder) file(src Source) {
 					fp.node(name, t[name])
 				}
 			}
+		case "rollout":
+			fp.rollout(key, v)
 		default:
-			msg := "unknown key (want prune, role or node)"
+			msg := "unknown key (want prune, role, node or rollout)"
 			if isKind(k) {
 				msg = fmt.Sprintf("a %s belongs to a role or a node, such as [role.NAME.%s.\"...\"]", k, k)
 			}
@@ -330,38 +335,9 @@ func (fp *fileParser) role(name string, v any) {
 	for _, k := range sortedKeys(t) {
 		fk := concat(key, []string{k})
 		switch v := t[k]; {
-		case k == "nodes":
+		case k == "nodes" || k == "labels":
 			selects = true
-			globs, ok := fp.stringList(fk, v)
-			if !ok {
-				continue
-			}
-			if len(globs) == 0 {
-				fp.errorf(fk, "is empty; name at least one node or pattern, or leave nodes out and select by labels")
-			}
-			for _, g := range globs {
-				if g == "" {
-					fp.errorf(fk, "contains an empty pattern")
-				} else if _, err := path.Match(g, ""); err != nil {
-					fp.errorf(fk, "pattern %q is malformed", g)
-				} else {
-					r.globs = append(r.globs, g)
-				}
-			}
-		case k == "labels":
-			selects = true
-			lt, ok := fp.table(fk, v, `a table of label values, such as { env = "prod" }`)
-			if !ok {
-				continue
-			}
-			for _, lk := range sortedKeys(lt) {
-				s, ok := lt[lk].(string)
-				if !ok {
-					fp.errorf(concat(fk, []string{lk}), "must be a string, not %s", typeName(lt[lk]))
-					continue
-				}
-				r.labels = append(r.labels, [2]string{lk, s})
-			}
+			fp.selector(fk, v, r)
 		case isKind(k):
 			fp.resources(resource.Kind(k), fk, v, "role "+name, byID)
 		default:
@@ -412,6 +388,42 @@ func (fp *fileParser) node(name string, v any) {
 			fp.errorf(fk, "a node section holds only resources; use a role to select nodes")
 		default:
 			fp.errorf(fk, "unknown resource type %q (want %s)", k, kindList)
+		}
+	}
+}
+
+// selector reads the nodes or labels key of a role or a wave into r, which
+// selects the nodes that match a pattern and carry every label.
+func (fp *fileParser) selector(key []string, v any, r *role) {
+	if key[len(key)-1] == "labels" {
+		lt, ok := fp.table(key, v, `a table of label values, such as { env = "prod" }`)
+		if !ok {
+			return
+		}
+		for _, lk := range sortedKeys(lt) {
+			s, ok := lt[lk].(string)
+			if !ok {
+				fp.errorf(concat(key, []string{lk}), "must be a string, not %s", typeName(lt[lk]))
+				continue
+			}
+			r.labels = append(r.labels, [2]string{lk, s})
+		}
+		return
+	}
+	globs, ok := fp.stringList(key, v)
+	if !ok {
+		return
+	}
+	if len(globs) == 0 {
+		fp.errorf(key, "is empty; name at least one node or pattern, or leave nodes out and select by labels")
+	}
+	for _, g := range globs {
+		if g == "" {
+			fp.errorf(key, "contains an empty pattern")
+		} else if _, err := path.Match(g, ""); err != nil {
+			fp.errorf(key, "pattern %q is malformed", g)
+		} else {
+			r.globs = append(r.globs, g)
 		}
 	}
 }

@@ -32,7 +32,7 @@ var validationCases = []struct {
 	{"redefined table", roleHead + "[role.r]\n", nil,
 		[]want{{3, "", "syntax error", false}}},
 	{"unknown top-level key", "prunes = true\n", nil,
-		[]want{{1, "prunes", "unknown key (want prune, role or node)", false}}},
+		[]want{{1, "prunes", "unknown key (want prune, role, node or rollout)", false}}},
 	{"resource outside a role", "[file.\"/etc/motd\"]\ncontent = \"\"\n", nil,
 		[]want{{1, "file", "belongs to a role or a node", false}}},
 	{"unknown role key", roleHead + "colour = \"red\"\n", nil,
