@@ -50,6 +50,9 @@ type Options struct {
 	// ValidFor, if positive, signs an expiry into the commit: hosts past
 	// it report the generation expired (see generation.Commit.ExpiresAt).
 	ValidFor time.Duration
+	// Wave, if not nil, declares the generation for the nodes it selects
+	// only; the others are held (see rollout.go).
+	Wave *declaration.Wave
 }
 
 // NodeChange is what one node gets, compared with the newest committed
@@ -107,7 +110,12 @@ type Result struct {
 	Unmatched  []string     `json:"unmatched"`
 	// Unsealable nodes are listed as ineligible in the manifest.
 	Unsealable []Unsealable `json:"unsealable"`
-	Warnings   []string     `json:"warnings,omitempty"`
+	// Wave is the part of the fleet the generation is declared for
+	// (Options.Wave), empty for all of it; Held are the nodes the
+	// declaration selects that it leaves out, by name.
+	Wave     string   `json:"wave,omitempty"`
+	Held     []Held   `json:"held"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ProblemsError is a declaration refused before anything was written: it
@@ -140,6 +148,9 @@ func Declare(ctx context.Context, m *mesh.Mesh, reg *enrol.Registry, briefs map[
 	if err != nil {
 		return nil, err
 	}
+	if err := p.hold(o.Wave); err != nil {
+		return nil, err
+	}
 	for attempt := 1; ; attempt++ {
 		hist, prev, warnings, err := currentHistory(ctx, m)
 		if err != nil {
@@ -153,10 +164,14 @@ func Declare(ctx context.Context, m *mesh.Mesh, reg *enrol.Registry, briefs map[
 				return nil, err
 			}
 		}
+		kept, err := keptManifests(ctx, m, prevMan)
+		if err != nil {
+			return nil, err
+		}
 		if err := p.vetNew(ctx, prevMan); err != nil {
 			return nil, err
 		}
-		res, err := p.compare(prevGen, prevMan)
+		res, err := p.compare(prevGen, prevMan, kept)
 		if err != nil {
 			return nil, err
 		}

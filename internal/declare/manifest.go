@@ -53,7 +53,7 @@ func (p *plan) manifest(gen uint64, run string, now time.Time) *generation.Manif
 	man := &generation.Manifest{
 		Version: generation.FormatVersion, Generation: gen, Run: run, DeclaredAt: now,
 		Nodes: make([]generation.ManifestNode, len(p.nodes)), Ineligible: p.ineligibleNames(), Unassigned: p.unmatched,
-		Resources: make([]generation.ManifestResource, len(p.table)),
+		Resources: make([]generation.ManifestResource, len(p.table)), Wave: p.wave, Held: p.manifestHeld(),
 	}
 	for i, e := range p.table {
 		man.Resources[i] = generation.ManifestResource{ID: e.id, Digest: e.digest}
@@ -122,6 +122,10 @@ type oldManifest struct {
 	gen    uint64
 	m      *generation.Manifest
 	byName map[string]*generation.ManifestNode
+	// held indexes the nodes m held, and keptOn the manifests of the
+	// generations they kept (rollout.go).
+	held   map[string]generation.ManifestHeld
+	keptOn map[uint64]*oldManifest
 }
 
 func readOld(gen uint64, m *generation.Manifest) (*oldManifest, error) {

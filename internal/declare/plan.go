@@ -35,6 +35,10 @@ type plan struct {
 	unmatched  []string
 	unsealable []Unsealable // sorted by name
 	warnings   []string
+	// wave is the part of the fleet the generation is for, empty for all
+	// of it; held are the nodes it leaves out (rollout.go).
+	wave string
+	held []heldNode // sorted by name
 }
 
 type nodePlan struct {
@@ -305,6 +309,12 @@ func (p *plan) drop(reasons []string) {
 	clear(p.nodes[len(kept):])
 	p.nodes = kept
 	slices.SortFunc(p.unsealable, func(a, b Unsealable) int { return strings.Compare(a.Name, b.Name) })
+	p.retable()
+}
+
+// retable takes out of the manifest's table the resources no node of the
+// plan has any more.
+func (p *plan) retable() {
 	used := map[*entry]bool{}
 	for _, np := range p.nodes {
 		for _, e := range np.entries {
@@ -453,24 +463,38 @@ func specDigest(buf *bytes.Buffer, enc *json.Encoder, s *resource.Spec) string {
 }
 
 // compare diffs the plan against the newest committed generation (prev
-// is nil when there is none) and decides whether anything changed.
-func (p *plan) compare(prevGen uint64, prev *generation.Manifest) (*Result, error) {
+// is nil when there is none) and decides whether anything changed. kept
+// holds the manifests of the generations prev held nodes on
+// (keptManifests): a node prev held is compared with what it kept.
+func (p *plan) compare(prevGen uint64, prev *generation.Manifest, kept map[uint64]*generation.Manifest) (*Result, error) {
 	res := &Result{Previous: prevGen, Nodes: make([]NodeChange, 0, len(p.nodes)),
-		Ineligible: p.ineligible, Unmatched: p.unmatched, Unsealable: p.unsealable, Warnings: p.warnings}
+		Ineligible: p.ineligible, Unmatched: p.unmatched, Unsealable: p.unsealable, Warnings: p.warnings, Wave: p.wave}
 	var old *oldManifest
 	if prev != nil {
 		var err error
 		if old, err = readOld(prevGen, prev); err != nil {
 			return nil, err
 		}
+		if err := old.indexHeld(kept); err != nil {
+			return nil, err
+		}
 	}
+	res.Held = p.heldOn(old)
 	same := old != nil && len(old.m.Nodes) == len(p.nodes) &&
-		slices.Equal(old.m.Ineligible, p.ineligibleNames()) && slices.Equal(old.m.Unassigned, p.unmatched)
+		slices.Equal(old.m.Ineligible, p.ineligibleNames()) && slices.Equal(old.m.Unassigned, p.unmatched) &&
+		slices.Equal(old.heldNames(), p.heldNames())
 	for i, np := range p.nodes {
 		nc := NodeChange{Name: np.id.Name, NodeID: np.id.NodeID, Resources: len(np.entries)}
 		var on *generation.ManifestNode
+		from := old
 		if old != nil {
 			on = old.byName[np.id.Name]
+			if on == nil {
+				var err error
+				if on, from, err = old.kept(np.id.Name); err != nil {
+					return nil, err
+				}
+			}
 		}
 		switch {
 		case on == nil:
@@ -479,7 +503,7 @@ func (p *plan) compare(prevGen uint64, prev *generation.Manifest) (*Result, erro
 				nc.Added[j] = e.id
 			}
 		case on.Digest != np.digest:
-			before, err := old.resources(on)
+			before, err := from.resources(on)
 			if err != nil {
 				return nil, err
 			}

@@ -115,11 +115,28 @@ type Manifest struct {
 	// Ineligible and Unassigned list node names that got nothing new.
 	Ineligible []string `toml:"ineligible,omitempty"`
 	Unassigned []string `toml:"unassigned,omitempty"`
+	// Wave says which part of the fleet a staged rollout declared the
+	// generation for (the waves and node patterns declare was given);
+	// empty when it was declared for every node.
+	Wave string `toml:"wave,omitempty"`
+	// Held lists the nodes the declaration selects but the wave left
+	// out: they got nothing new and keep the generation they had.
+	// Manifests of generations declared for every node have none.
+	Held []ManifestHeld `toml:"held,omitempty"`
 	// Resources lists every distinct resource the generation assigned,
 	// sorted by ID and then digest; nodes name theirs by position (see
 	// ManifestNode.Set), so a fleet whose nodes share most of their
 	// resources has a small manifest.
 	Resources []ManifestResource `toml:"resource,omitempty"`
+}
+
+// ManifestHeld is a node a staged rollout held back: the identity it was
+// held as, and the generation it keeps, the newest assigned to that
+// identity before (0 if none was).
+type ManifestHeld struct {
+	Name       string `toml:"name"`
+	NodeID     string `toml:"node_id"`
+	Generation uint64 `toml:"generation,omitzero"`
 }
 
 // ManifestResource is one resource as declared: its ID and the digest of
