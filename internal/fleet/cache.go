@@ -32,7 +32,7 @@ import (
 // cacheVersion changes whenever cacheData, its layout or the meaning of a
 // fact changes; an older file is then rebuilt. Versions 1 and 2 were
 // written with encoding/gob.
-const cacheVersion = 4
+const cacheVersion = 5
 
 const cacheMagic = "muster report cache\n"
 
@@ -69,6 +69,12 @@ type manifestFact struct {
 	IDs        []uint32 // the node id each was assigned as
 	Ineligible []uint32
 	Unassigned []uint32
+	// Held are the nodes a staged rollout held back, and HeldOn the
+	// generation each keeps; Wave is the part of the fleet the generation
+	// was declared for (see generation.Manifest).
+	Held   []uint32
+	HeldOn []uint64
+	Wave   string
 }
 
 // nodeFacts is what is known of one node id's objects.

@@ -79,6 +79,12 @@ func appendCache(b []byte, c *cacheData) []byte {
 		e.indexes(m.IDs)
 		e.indexes(m.Ineligible)
 		e.indexes(m.Unassigned)
+		e.indexes(m.Held)
+		e.Uint(uint64(len(m.HeldOn)))
+		for _, g := range m.HeldOn {
+			e.Uint(g)
+		}
+		e.Str(m.Wave)
 	}
 	e.Uint(uint64(len(c.Ledgers)))
 	for sum, l := range c.Ledgers {
@@ -166,7 +172,7 @@ func (e *cacheEncoder) node(nf *nodeFacts) {
 // read from what is left of the input.
 const (
 	minCommit   = 8  // generation, run, seconds, nanoseconds, digest, previous, its generation, expiry
-	minManifest = 6  // generation, run, four lists
+	minManifest = 9  // generation, run, six lists, wave
 	minLedger   = 33 // sum, length
 	minNode     = 5  // id, signer, reports, brief, ledger
 	minReport   = 12 // one byte a field
@@ -227,8 +233,19 @@ func decodeCache(s string) (*cacheData, error) {
 		m.IDs = d.indexes(limit)
 		m.Ineligible = d.indexes(limit)
 		m.Unassigned = d.indexes(limit)
+		m.Held = d.indexes(limit)
+		if k := d.Count(1); k > 0 {
+			m.HeldOn = make([]uint64, k)
+			for i := range m.HeldOn {
+				m.HeldOn[i] = d.Uint()
+			}
+		}
+		m.Wave = d.Str()
 		if len(m.Names) != len(m.IDs) && d.Err == nil {
 			d.Failf("%d node names but %d node ids", len(m.Names), len(m.IDs))
+		}
+		if len(m.Held) != len(m.HeldOn) && d.Err == nil {
+			d.Failf("%d held nodes but %d generations they keep", len(m.Held), len(m.HeldOn))
 		}
 		if _, dup := c.Manifests[g]; dup && d.Err == nil {
 			d.Failf("listed twice")

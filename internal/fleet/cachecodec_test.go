@@ -42,6 +42,9 @@ func richCache() *cacheData {
 		IDs:        []uint32{c.intern(idx, "ed25519:web1")},
 		Ineligible: []uint32{c.intern(idx, "db-1")},
 		Unassigned: []uint32{c.intern(idx, "laptop"), c.intern(idx, "")},
+		Held:       []uint32{c.intern(idx, "web-2")},
+		HeldOn:     []uint64{1},
+		Wave:       "canary",
 	}
 	failed := []outcome.Line{
 		{ID: "service:nginx", Status: outcome.Failed, Detail: "nginx.service is not active after start"},
@@ -78,7 +81,7 @@ func tinyCache() *cacheData {
 	c := newCache("s", "m")
 	c.Strings = []string{"a", "b"}
 	c.Commits[1] = commitFact{Run: "r", DeclaredAt: t0}
-	c.Manifests[1] = manifestFact{Run: "r", Names: []uint32{0}, IDs: []uint32{1}, Ineligible: []uint32{0}, Unassigned: []uint32{1}}
+	c.Manifests[1] = manifestFact{Run: "r", Names: []uint32{0}, IDs: []uint32{1}, Ineligible: []uint32{0}, Unassigned: []uint32{1}, Held: []uint32{1}, HeldOn: []uint64{1}, Wave: "w"}
 	l := []byte("[]")
 	sum := sha256.Sum256(l)
 	c.Ledgers[sum] = l
@@ -178,7 +181,7 @@ func TestCacheCodecDeclaredAt(t *testing.T) {
 func TestCacheCodecEmptyIsNil(t *testing.T) {
 	c := newCache("s", "m")
 	c.Strings = []string{}
-	c.Manifests[1] = manifestFact{Names: []uint32{}, IDs: []uint32{}, Ineligible: []uint32{}, Unassigned: []uint32{}}
+	c.Manifests[1] = manifestFact{Names: []uint32{}, IDs: []uint32{}, Ineligible: []uint32{}, Unassigned: []uint32{}, Held: []uint32{}, HeldOn: []uint64{}}
 	c.Nodes["n"] = &nodeFacts{Reports: []reportFact{{Failed: []outcome.Line{}, Notes: []string{}}}, Brief: &briefFact{Failed: []outcome.Line{}}}
 	c.Ledgers[[32]byte{}] = []byte{}
 	got := roundTrip(t, c)
@@ -198,7 +201,7 @@ func TestCacheCodecCoversEveryField(t *testing.T) {
 	// the table, as many node ids as names, ledgers that exist.
 	c.Version = cacheVersion
 	for g, m := range c.Manifests {
-		for _, xs := range [][]uint32{m.Names, m.IDs, m.Ineligible, m.Unassigned} {
+		for _, xs := range [][]uint32{m.Names, m.IDs, m.Ineligible, m.Unassigned, m.Held} {
 			for i := range xs {
 				xs[i] %= uint32(len(c.Strings))
 			}
@@ -240,8 +243,9 @@ func TestCacheCodecRefusesDamage(t *testing.T) {
 		{"huge count", append(head, 0xff, 0xff, 0xff, 0xff, 0x0f), "the string table: a count of 4294967295"},
 		{"overflow", append(head, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f), "overflows"},
 		{"too many nodes", append(head, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0), "the nodes: a count of 2, with 5 bytes left"},
-		{"string index", append(head, 1, 1, 'x', 0, 1, 9, 0, 1, 0, 1, 1, 0, 0, 0, 0), "manifest of generation 9: string 1, but the cache holds 1"},
-		{"names and ids", append(head, 1, 1, 'x', 0, 1, 9, 0, 1, 0, 0, 0, 0, 0, 0), "manifest of generation 9: 1 node names but 0 node ids"},
+		{"string index", append(head, 1, 1, 'x', 0, 1, 9, 0, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0), "manifest of generation 9: string 1, but the cache holds 1"},
+		{"names and ids", append(head, 1, 1, 'x', 0, 1, 9, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0), "manifest of generation 9: 1 node names but 0 node ids"},
+		{"held and generations", append(head, 1, 1, 'x', 0, 1, 9, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0), "manifest of generation 9: 1 held nodes but 0 generations they keep"},
 		{"nanoseconds", append(head, 0, 1, 3, 0, 0, 0x80, 0x94, 0xeb, 0xdc, 0x03, 0, 0, 0), "commit of generation 3: a time of 1000000000 nanoseconds"},
 		{"twice", append(head, 0, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), "commit of generation 3: listed twice"},
 		{"flag", append(head, 0, 0, 0, 0, 1, 1, 'n', 0, 0, 2, 0), `node "n": a flag that is neither 0 nor 1`},

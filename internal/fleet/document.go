@@ -25,6 +25,7 @@ type jsonDoc struct {
 	ExpiresAt        *time.Time   `json:"expires_at"`
 	NewestGeneration uint64       `json:"newest_generation"`
 	Manifest         bool         `json:"manifest"`
+	Wave             string       `json:"wave"`
 	Totals           jsonTotals   `json:"totals"`
 	Nodes            []jsonNode   `json:"nodes"`
 	Refused          jsonRefused  `json:"refused"`
@@ -46,6 +47,7 @@ type jsonTotals struct {
 	Outstanding    int `json:"outstanding"`
 	Ineligible     int `json:"ineligible"`
 	Unassigned     int `json:"unassigned"`
+	Held           int `json:"held"`
 	Decommissioned int `json:"decommissioned"`
 }
 
@@ -56,6 +58,7 @@ type jsonNode struct {
 	Report      *jsonReport    `json:"report"`
 	FailedLines []outcome.Line `json:"failed_lines"`
 	LastApplied *uint64        `json:"last_applied"`
+	HeldOn      *uint64        `json:"held_on"`
 	LastContact *time.Time     `json:"last_contact"`
 	Note        string         `json:"note"`
 }
@@ -95,6 +98,7 @@ type jsonHistoryEntry struct {
 	Run        string     `json:"run"`
 	DeclaredAt time.Time  `json:"declared_at"`
 	Manifest   bool       `json:"manifest"`
+	Wave       string     `json:"wave"`
 	Totals     jsonTotals `json:"totals"`
 }
 
@@ -129,6 +133,7 @@ func WriteJSON(w io.Writer, v *View, all bool) error {
 		DeclaredAt:       v.DeclaredAt.UTC(),
 		NewestGeneration: v.Newest,
 		Manifest:         v.Manifest,
+		Wave:             v.Wave,
 		Totals:           totalsJSON(v.Totals),
 		Nodes:            []jsonNode{},
 		Refused: jsonRefused{
@@ -158,6 +163,10 @@ func WriteJSON(w io.Writer, v *View, all bool) error {
 			g := n.LastApplied
 			jn.LastApplied = &g
 		}
+		if n.Status == Held && n.HeldOn != 0 {
+			g := n.HeldOn
+			jn.HeldOn = &g
+		}
 		if !n.LastContact.IsZero() {
 			t := n.LastContact.UTC()
 			jn.LastContact = &t
@@ -171,7 +180,7 @@ func WriteJSON(w io.Writer, v *View, all bool) error {
 func WriteHistoryJSON(w io.Writer, h []HistoryEntry) error {
 	doc := jsonHistory{Version: JSONVersion, History: []jsonHistoryEntry{}}
 	for _, e := range h {
-		doc.History = append(doc.History, jsonHistoryEntry{e.Generation, e.Run, e.DeclaredAt.UTC(), e.Manifest, totalsJSON(e.Totals)})
+		doc.History = append(doc.History, jsonHistoryEntry{e.Generation, e.Run, e.DeclaredAt.UTC(), e.Manifest, e.Wave, totalsJSON(e.Totals)})
 	}
 	return encode(w, doc)
 }

@@ -22,6 +22,7 @@ func goldenFixture(t *testing.T) *fixture {
 	f := newFixture(t)
 	web1, web2, db1 := f.enrol("web-1", t0), f.enrol("web-2", t0), f.enrol("db-1", t0)
 	laptop, build1 := f.enrol("laptop", t0), f.enrol("build-1", t0)
+	web3 := f.enrol("web-3", t0)
 	f.enrol("spare", t0)
 	old := f.enrol("old-host", t0)
 	for i, id := range f.reg.Active() {
@@ -29,14 +30,16 @@ func goldenFixture(t *testing.T) *fixture {
 	}
 	f.brief(build1, 2, t0.Add(10*time.Minute), "package-manager")
 	f.commit(1, t0.Add(time.Hour), &generation.Manifest{
-		Nodes:      []generation.ManifestNode{assign(web1), assign(web2), assign(db1), assign(laptop), assign(old)},
+		Nodes:      []generation.ManifestNode{assign(web1), assign(web2), assign(db1), assign(laptop), assign(old), assign(web3)},
 		Ineligible: []string{"build-1"}, Unassigned: []string{"spare"},
 	})
 	f.reportOK(db1, 1, 1, t0.Add(70*time.Minute))
+	f.reportOK(web3, 1, 1, t0.Add(70*time.Minute))
 	f.reportOK(old, 1, 1, t0.Add(70*time.Minute))
 	f.commit(2, t0.Add(24*time.Hour), &generation.Manifest{
 		Nodes:      []generation.ManifestNode{assign(web1), assign(web2), assign(db1), assign(laptop)},
 		Ineligible: []string{"build-1"}, Unassigned: []string{"spare"},
+		Wave: "first", Held: []generation.ManifestHeld{{Name: "web-3", NodeID: web3.NodeID, Generation: 1}},
 	})
 	r := f.report(web1, 2, t0.Add(25*time.Hour))
 	r.Notes = []string{"ledger recovered from the recovery copy of generation 1"}

@@ -24,6 +24,9 @@ import (
 //   - assigned by the manifest: Applied, Failed or Outstanding, judged by
 //     the newest counted report of that generation from the node's current
 //     identity, even if the node has become ineligible since;
+//   - listed as held by the manifest (a staged rollout declared the
+//     generation for a wave that leaves the node out): Held, on the
+//     generation it keeps;
 //   - listed as ineligible by the manifest: Ineligible;
 //   - listed as unassigned by the manifest: Unassigned;
 //   - not in the manifest at all (enrolled since): Ineligible if its
@@ -40,11 +43,12 @@ const (
 	Outstanding    Status = "outstanding"
 	Ineligible     Status = "ineligible"
 	Unassigned     Status = "unassigned"
+	Held           Status = "held"
 	Decommissioned Status = "decommissioned"
 )
 
 // statusOrder is the order of --sort status: what needs attention first.
-var statusOrder = map[Status]int{Failed: 0, Outstanding: 1, Ineligible: 2, Unassigned: 3, Applied: 4, Decommissioned: 5}
+var statusOrder = map[Status]int{Failed: 0, Outstanding: 1, Ineligible: 2, Unassigned: 3, Held: 4, Applied: 5, Decommissioned: 6}
 
 // NodeStatus is one node on one generation.
 type NodeStatus struct {
@@ -60,6 +64,8 @@ type NodeStatus struct {
 	// LastApplied is the newest generation the node applied (its newest
 	// report of it passed), 0 if none.
 	LastApplied uint64
+	// HeldOn is the generation a held node keeps, 0 if it had none.
+	HeldOn uint64
 	// LastContact is the time of the node's newest counted report or
 	// briefing, zero if it never sent either. It is shown as it is:
 	// there is no threshold.
@@ -101,7 +107,7 @@ const (
 
 // Totals count the nodes of a view by status.
 type Totals struct {
-	Nodes, Applied, Failed, Outstanding, Ineligible, Unassigned, Decommissioned int
+	Nodes, Applied, Failed, Outstanding, Ineligible, Unassigned, Held, Decommissioned int
 }
 
 func (t *Totals) add(s Status) {
@@ -117,6 +123,8 @@ func (t *Totals) add(s Status) {
 		t.Ineligible++
 	case Unassigned:
 		t.Unassigned++
+	case Held:
+		t.Held++
 	case Decommissioned:
 		t.Decommissioned++
 	}
@@ -147,8 +155,11 @@ type View struct {
 	// Manifest is false when the generation's manifest could not be read:
 	// every eligible node is then taken as assigned.
 	Manifest bool
-	Nodes    []NodeStatus // by name
-	Totals   Totals
+	// Wave is the part of the fleet a staged rollout declared the
+	// generation for, empty for all of it.
+	Wave   string
+	Nodes  []NodeStatus // by name
+	Totals Totals
 	// Refused and Flagged are the reports not counted, of the selected
 	// nodes (of every node id when no names are selected).
 	Refused []Object
@@ -169,6 +180,8 @@ type manifestView struct {
 	assigned   map[string]string // name → node id
 	ineligible map[string]bool
 	unassigned map[string]bool
+	held       map[string]uint64 // name → the generation it keeps
+	wave       string
 }
 
 // Generation returns where the selected nodes stand on generation gen (0
@@ -196,6 +209,9 @@ func (s *State) Generation(ctx context.Context, gen uint64, sel Selection) (*Vie
 	s.save()
 	v := &View{Generation: gen, Run: c.Run, DeclaredAt: c.DeclaredAt, Commit: c.Digest, ExpiresAt: c.ExpiresAt, Forks: s.Forks,
 		Newest: s.Newest(), Manifest: man != nil}
+	if man != nil {
+		v.Wave = man.wave
+	}
 	for _, name := range s.reg.Names() {
 		n := s.reg.Nodes[name]
 		if !want(n) {
@@ -215,6 +231,7 @@ type HistoryEntry struct {
 	Run        string
 	DeclaredAt time.Time
 	Manifest   bool
+	Wave       string // see View.Wave
 	Totals     Totals
 }
 
@@ -234,6 +251,9 @@ func (s *State) History(ctx context.Context, sel Selection) ([]HistoryEntry, err
 			return nil, err
 		}
 		h := HistoryEntry{Generation: gen, Run: c.Run, DeclaredAt: c.DeclaredAt, Manifest: man != nil}
+		if man != nil {
+			h.Wave = man.wave
+		}
 		for _, name := range s.reg.Names() {
 			n := s.reg.Nodes[name]
 			if want(n) {
@@ -299,6 +319,11 @@ func (s *State) manifest(ctx context.Context, gen uint64) (*manifestView, error)
 		for _, n := range man.Unassigned {
 			mf.Unassigned = append(mf.Unassigned, s.cache.intern(s.strIdx, n))
 		}
+		for _, h := range man.Held {
+			mf.Held = append(mf.Held, s.cache.intern(s.strIdx, h.Name))
+			mf.HeldOn = append(mf.HeldOn, h.Generation)
+		}
+		mf.Wave = man.Wave
 		s.cache.Manifests[gen] = mf
 		s.Stats.ManifestsRead++
 		s.dirty = true
@@ -308,6 +333,8 @@ func (s *State) manifest(ctx context.Context, gen uint64) (*manifestView, error)
 		assigned:   make(map[string]string, len(mf.Names)),
 		ineligible: make(map[string]bool, len(mf.Ineligible)),
 		unassigned: make(map[string]bool, len(mf.Unassigned)),
+		held:       make(map[string]uint64, len(mf.Held)),
+		wave:       mf.Wave,
 	}
 	for i, n := range mf.Names {
 		mv.assigned[str[n]] = str[mf.IDs[i]]
@@ -317,6 +344,9 @@ func (s *State) manifest(ctx context.Context, gen uint64) (*manifestView, error)
 	}
 	for _, n := range mf.Unassigned {
 		mv.unassigned[str[n]] = true
+	}
+	for i, n := range mf.Held {
+		mv.held[str[n]] = mf.HeldOn[i]
 	}
 	return mv, nil
 }
@@ -364,6 +394,11 @@ func (s *State) classify(gen uint64, c commitFact, man *manifestView, n *enrol.N
 		if was := man.assigned[n.Name]; was != cur.NodeID {
 			ns.Note = fmt.Sprintf("generation %d was assigned to identity %s, which %s has replaced", gen, was, cur.NodeID)
 		}
+	case man.isHeld(n.Name):
+		ns.Status = Held
+		ns.HeldOn = man.held[n.Name]
+		ns.Note = heldNote(gen, man.wave, ns.HeldOn)
+		return ns
 	case man.ineligible[n.Name]:
 		return ineligible(fmt.Sprintf("ineligible when generation %d was declared", gen))
 	case man.unassigned[n.Name]:
@@ -399,6 +434,19 @@ func (s *State) classify(gen uint64, c commitFact, man *manifestView, n *enrol.N
 		ns.FailedLines = r.Failed
 	}
 	return ns
+}
+
+func (m *manifestView) isHeld(name string) bool {
+	_, ok := m.held[name]
+	return ok
+}
+
+// heldNote says why a held node has nothing to do with generation gen.
+func heldNote(gen uint64, wave string, on uint64) string {
+	if on == 0 {
+		return fmt.Sprintf("generation %d was declared for wave %s, which leaves it out; it had no generation to keep", gen, wave)
+	}
+	return fmt.Sprintf("generation %d was declared for wave %s, which leaves it out; it keeps generation %d", gen, wave, on)
 }
 
 // forked reports whether f is a report of another commit of its

@@ -20,7 +20,7 @@ import (
 // one node of the same spool, so the nodes also show they do not disturb
 // each other.
 func TestClassification(t *testing.T) {
-	listings := []string{"assigned", "ineligible", "unassigned", "absent"}
+	listings := []string{"assigned", "ineligible", "unassigned", "held", "absent"}
 	situations := []string{"ok", "failed", "older", "never", "revoked", "newer", "misfiled"}
 
 	f := newFixture(t)
@@ -44,9 +44,12 @@ func TestClassification(t *testing.T) {
 				man2.Ineligible = append(man2.Ineligible, name)
 			case "unassigned":
 				man2.Unassigned = append(man2.Unassigned, name)
+			case "held":
+				man2.Held = append(man2.Held, generation.ManifestHeld{Name: name, NodeID: id.NodeID, Generation: 1})
 			}
 		}
 	}
+	man2.Wave = "canary"
 	f.commit(1, t0.Add(time.Hour), &man1)
 	f.commit(2, t0.Add(2*time.Hour), &man2)
 	reported := t0.Add(3 * time.Hour)
@@ -92,6 +95,7 @@ func TestClassification(t *testing.T) {
 		for l, w := range map[string]want{
 			"ineligible": {Ineligible, 0, "free-root", ""},
 			"unassigned": {Unassigned, 0, "", "no role of generation 2 selects it"},
+			"held":       {Held, 0, "", "generation 2 was declared for wave canary, which leaves it out; it keeps generation 1"},
 			"absent":     {Unassigned, 0, "", "not in the manifest of generation 2"},
 		} {
 			if _, ok := wants[l+"-"+sit]; !ok {
@@ -104,7 +108,7 @@ func TestClassification(t *testing.T) {
 	wantObjects := map[string]string{"revoked": RefusedRevoked, "newer": FlaggedNewer, "misfiled": FlaggedMisfiled}
 
 	v := f.view(f.load(false), 0, Selection{})
-	if v.Generation != 2 || v.Newest != 2 || !v.Manifest {
+	if v.Generation != 2 || v.Newest != 2 || !v.Manifest || v.Wave != "canary" {
 		t.Fatalf("view of generation %d (newest %d, manifest %v), want 2 (2, true)", v.Generation, v.Newest, v.Manifest)
 	}
 	if len(v.Nodes) != len(wants) {
@@ -142,10 +146,13 @@ func TestClassification(t *testing.T) {
 			if (n.Status == Applied || n.Status == Failed) != (n.Report != nil) {
 				t.Errorf("status %s with report %+v", n.Status, n.Report)
 			}
+			if (n.Status == Held) != (n.HeldOn == 1) {
+				t.Errorf("status %s, held on generation %d", n.Status, n.HeldOn)
+			}
 		})
 	}
 	tot := v.Totals
-	if tot.Applied != 1 || tot.Failed != 1 || tot.Outstanding != 5 || tot.Ineligible != 7 || tot.Unassigned != 14 || tot.Nodes != 28 {
+	if tot.Applied != 1 || tot.Failed != 1 || tot.Outstanding != 5 || tot.Ineligible != 7 || tot.Unassigned != 14 || tot.Held != 7 || tot.Nodes != 35 {
 		t.Errorf("totals %+v", tot)
 	}
 }
