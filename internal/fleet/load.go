@@ -116,21 +116,30 @@ func Load(ctx context.Context, m *mesh.Mesh, reg *enrol.Registry, o Options) (*S
 	for i, str := range s.cache.Strings {
 		s.strIdx[str] = uint32(i)
 	}
-	if err := s.loadCommits(ctx); err != nil {
+	if err := s.read(ctx); err != nil {
 		return nil, err
 	}
+	return s, nil
+}
+
+// read reads what is new in the spool into the cache, and writes the
+// cache back when it learned something.
+func (s *State) read(ctx context.Context) error {
+	if err := s.loadCommits(ctx); err != nil {
+		return err
+	}
 	if err := s.checkHistory(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	kept, err := s.loadReports(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := s.loadBriefings(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	if err := s.loadLedgers(ctx, kept); err != nil {
-		return nil, err
+		return err
 	}
 	for id, nf := range s.cache.Nodes {
 		if len(nf.Reports) == 0 && nf.Brief == nil {
@@ -139,7 +148,7 @@ func Load(ctx context.Context, m *mesh.Mesh, reg *enrol.Registry, o Options) (*S
 		}
 	}
 	s.save()
-	return s, nil
+	return nil
 }
 
 // save writes the cache if it changed. A cache that cannot be written is a
