@@ -5,11 +5,13 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/muster-tool/muster/internal/bundle"
+	"github.com/muster-tool/muster/internal/declaration"
 	"github.com/muster-tool/muster/internal/enrol"
 	"github.com/muster-tool/muster/internal/fault"
 	"github.com/muster-tool/muster/internal/generation"
@@ -134,6 +136,11 @@ func (t *Totals) add(s Status) {
 type Selection struct {
 	// Names limits the view to these nodes; empty means every node.
 	Names []string
+	// Patterns limits the view to the nodes whose name matches one of
+	// these shell patterns, as a role's nodes do, besides those in
+	// Names. A node they match is left out when decommissioned, unless
+	// All is set.
+	Patterns []string
 	// All includes decommissioned nodes (a node named in Names is always
 	// included).
 	All bool
@@ -268,17 +275,43 @@ func (s *State) History(ctx context.Context, sel Selection) ([]HistoryEntry, err
 
 // selection returns which registry nodes sel includes.
 func (s *State) selection(sel Selection) (func(*enrol.Node) bool, error) {
-	if len(sel.Names) == 0 {
+	if !sel.limited() {
 		return func(n *enrol.Node) bool { return sel.All || !decommissioned(n) }, nil
 	}
-	named := map[string]bool{}
 	for _, name := range sel.Names {
 		if s.reg.Nodes[name] == nil {
 			return nil, fault.WithHint(fmt.Errorf("node %s is not enrolled", name), "see the enrolled nodes with: muster enrol list")
 		}
-		named[name] = true
 	}
-	return func(n *enrol.Node) bool { return named[n.Name] }, nil
+	named := sel.named()
+	want := func(n *enrol.Node) bool {
+		return named[n.Name] || sel.matches(n.Name) && (sel.All || !decommissioned(n))
+	}
+	if len(sel.Patterns) > 0 && !slices.ContainsFunc(s.reg.Names(), func(name string) bool { return want(s.reg.Nodes[name]) }) {
+		return nil, fault.WithHint(fmt.Errorf("no enrolled node matches %s", strings.Join(sel.Patterns, " or ")), "see the enrolled nodes with: muster enrol list")
+	}
+	return want, nil
+}
+
+// limited reports whether sel names nodes or patterns.
+func (sel Selection) limited() bool { return len(sel.Names)+len(sel.Patterns) > 0 }
+
+func (sel Selection) named() map[string]bool {
+	named := make(map[string]bool, len(sel.Names))
+	for _, n := range sel.Names {
+		named[n] = true
+	}
+	return named
+}
+
+// matches reports whether name matches one of sel's patterns.
+func (sel Selection) matches(name string) bool {
+	for _, p := range sel.Patterns {
+		if declaration.MatchName(p, name) {
+			return true
+		}
+	}
+	return false
 }
 
 func decommissioned(n *enrol.Node) bool { return n.Current == nil || n.Current.Revoked() }
@@ -522,14 +555,11 @@ func lastContact(fs []reportFact, brief *briefFact, b uint64) time.Time {
 
 // objects lists the refused and flagged reports of the selected nodes.
 func (s *State) objects(sel Selection) (refused, flagged []Object) {
-	named := map[string]bool{}
-	for _, n := range sel.Names {
-		named[n] = true
-	}
+	named := sel.named()
 	newest := s.Newest()
 	for nodeID, nf := range s.cache.Nodes {
 		id := s.reg.Identities[nodeID]
-		if id == nil || len(named) > 0 && !named[id.Name] {
+		if id == nil || sel.limited() && !named[id.Name] && !sel.matches(id.Name) {
 			continue
 		}
 		for i := range nf.Reports {
@@ -565,7 +595,7 @@ func (s *State) objects(sel Selection) (refused, flagged []Object) {
 			}
 		}
 	}
-	if len(named) == 0 {
+	if !sel.limited() {
 		refused = append(refused, s.unknown...)
 	}
 	byName := func(os []Object) {

@@ -113,3 +113,44 @@ func TestChanged(t *testing.T) {
 		t.Errorf("Changed = %q", got)
 	}
 }
+
+// TestSelectionPatterns: --nodes selects by shell pattern, as a role
+// does, leaves decommissioned nodes out unless asked, and refuses a
+// pattern that matches no enrolled node.
+func TestSelectionPatterns(t *testing.T) {
+	f, ids := cacheFixture(t)
+	f.revoke(f.enrol("web-9", t0), t0.Add(time.Hour), "retired")
+	s := f.load(false)
+	names := func(sel Selection) string {
+		t.Helper()
+		v := f.view(s, 0, sel)
+		var out []string
+		for _, n := range v.Nodes {
+			out = append(out, n.Name)
+		}
+		return strings.Join(out, " ")
+	}
+	for _, c := range []struct {
+		sel  Selection
+		want string
+	}{
+		{Selection{Patterns: []string{"web-*"}}, "web-1 web-2"},
+		{Selection{Patterns: []string{"web-*"}, All: true}, "web-1 web-2 web-9"},
+		{Selection{Patterns: []string{"web-?"}, Names: []string{"laptop", "web-9"}}, "laptop web-1 web-2 web-9"},
+		{Selection{Patterns: []string{"db-*", "lap*"}}, "db-1 laptop"},
+	} {
+		if got := names(c.sel); got != c.want {
+			t.Errorf("%+v selects %q, want %q", c.sel, got, c.want)
+		}
+	}
+	// The flagged report of web-1 is listed for web-*, not for db-*.
+	if v := f.view(s, 0, Selection{Patterns: []string{"web-*"}}); len(v.Flagged) != 1 || v.Flagged[0].NodeID != ids["web-1"].NodeID {
+		t.Errorf("flagged for web-*: %+v", v.Flagged)
+	}
+	if v := f.view(s, 0, Selection{Patterns: []string{"db-*"}}); len(v.Flagged) != 0 {
+		t.Errorf("flagged for db-*: %+v", v.Flagged)
+	}
+	if _, err := s.Generation(f.ctx, 0, Selection{Patterns: []string{"mail-*"}}); err == nil || err.Error() != "no enrolled node matches mail-*" {
+		t.Errorf("a pattern that matches nothing: %v", err)
+	}
+}
