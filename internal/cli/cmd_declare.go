@@ -24,6 +24,7 @@ type declareOptions struct {
 	DryRun   bool
 	Output   output
 	ValidFor string
+	waveOptions
 }
 
 func (o *declareOptions) addFlags(fs *pflag.FlagSet) {
@@ -31,13 +32,14 @@ func (o *declareOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.DryRun, "dry-run", false, "show per node what would change against the previous generation; write nothing")
 	o.Output.addFlags(fs, formatFlag{jsonFormat, "print the result as versioned JSON"})
 	fs.StringVar(&o.ValidFor, "valid-for", "", "sign an expiry into the commit: hosts report the generation expired this long after it is declared (such as 36h or 7d)")
+	o.waveOptions.addFlags(fs)
 }
 
 func cmdDeclare() *Command {
 	var o declareOptions
 	return &Command{
 		Name:  "declare",
-		Usage: "muster declare [--check | --dry-run] [--valid-for DURATION] [--json] FILE... | -",
+		Usage: "muster declare [--check | --dry-run] [--valid-for DURATION] [--wave NAME | --only PATTERN]... [--json] FILE... | -",
 		Short: "validate the desired state and commit it as the next generation",
 		Long: `Validate the declaration files (TOML, see muster-declaration(5); - reads
 standard input) and commit them as the next generation in one write. Every
@@ -61,7 +63,16 @@ still get the generation.
 
 declare does not wait for nodes: it prints
 'generation N declared: K nodes, I ineligible, U unmatched' and exits. Follow
-progress with 'muster report'.
+progress with 'muster report', or gate a pipeline on it with
+'muster report --wait'.
+
+A rollout is staged with successive declares. --wave NAME (a wave of the
+declaration's [rollout] section, see muster-declaration(5)) and --only
+PATTERN (node names, as in a role's nodes) declare the generation for the
+nodes they select only: the other nodes the declaration selects are held,
+get no bundle, and keep the generation they have; report shows them as
+held, not outstanding. A declare without them, once the wave's gate
+passed, promotes the generation to every node.
 
 Each commit names the commit it follows, so a generation has exactly one
 history, and the mesh directory remembers the newest generation it
@@ -84,6 +95,8 @@ appears in any output.`,
 		Examples: `muster declare --check site.toml
 muster declare --dry-run site.toml
 muster declare site.toml roles/*.toml
+muster declare --wave canary site.toml && muster report --wait --timeout 20m
+muster declare --only 'web-0[12]' site.toml
 muster declare --valid-for 7d site.toml
 generate-config | muster declare --json -`,
 		Global: []string{"mesh", "spool"},
@@ -118,6 +131,10 @@ func runDeclare(env *Env, o declareOptions, args []string) error {
 	if err != nil {
 		return err
 	}
+	wave, err := o.waveOptions.wave(decl)
+	if err != nil {
+		return err
+	}
 	if o.Check {
 		if f == jsonFormat {
 			return writeJSON(env.Stdio.Out, map[string]any{"version": 1, "valid": true, "files": args})
@@ -137,7 +154,7 @@ func runDeclare(env *Env, o declareOptions, args []string) error {
 		return err
 	}
 	res, err := declare.Declare(env.Ctx, m, reg, briefs, decl, declare.Options{
-		DryRun: o.DryRun, Now: env.Now(), Recovery: recoveryCopies(env, m, reg), ValidFor: valid,
+		DryRun: o.DryRun, Now: env.Now(), Recovery: recoveryCopies(env, m, reg), ValidFor: valid, Wave: wave,
 	})
 	var pe *declare.ProblemsError
 	if errors.As(err, &pe) {
@@ -205,13 +222,21 @@ func reportProblems(env *Env, problems []declaration.Problem) error {
 }
 
 func printDeclare(w io.Writer, r *declare.Result) {
+	wave, counts := "", fmt.Sprintf("%d nodes, %d ineligible, %d unmatched", len(r.Nodes), len(r.Ineligible), len(r.Unmatched))
+	if r.Wave != "" {
+		wave = " for wave " + r.Wave
+		counts = fmt.Sprintf("%d nodes, %d held, %d ineligible, %d unmatched", len(r.Nodes), len(r.Held), len(r.Ineligible), len(r.Unmatched))
+	}
 	switch {
 	case r.Unchanged:
 		fmt.Fprintf(w, "declaration unchanged: generation %d stands\n", r.Generation)
 	case r.DryRun:
-		fmt.Fprintf(w, "dry run: generation %d would be declared: %d nodes, %d ineligible, %d unmatched (nothing written)\n", r.Generation, len(r.Nodes), len(r.Ineligible), len(r.Unmatched))
+		fmt.Fprintf(w, "dry run: generation %d would be declared%s: %s (nothing written)\n", r.Generation, wave, counts)
 	default:
-		fmt.Fprintf(w, "generation %d declared: %d nodes, %d ineligible, %d unmatched\n", r.Generation, len(r.Nodes), len(r.Ineligible), len(r.Unmatched))
+		fmt.Fprintf(w, "generation %d declared%s: %s\n", r.Generation, wave, counts)
+	}
+	if len(r.Held) > 0 && !r.Unchanged {
+		fmt.Fprintln(w, heldLine(r.Held))
 	}
 	if r.ExpiresAt != nil && !r.Unchanged {
 		fmt.Fprintf(w, "valid until %s\n", r.ExpiresAt.Format(time.RFC3339))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/muster-tool/muster/internal/declaration"
 	"github.com/muster-tool/muster/internal/fault"
 	"github.com/muster-tool/muster/internal/fleet"
 	"github.com/muster-tool/muster/internal/outcome"
@@ -25,6 +26,8 @@ type reportOptions struct {
 	All        bool
 	History    bool
 	FailOn     string
+	Nodes      []string
+	waitOptions
 }
 
 func (o *reportOptions) addFlags(fs *pflag.FlagSet) {
@@ -33,15 +36,18 @@ func (o *reportOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Sort, "sort", "name", "order nodes by `KEY`: name, status or contact")
 	fs.BoolVar(&o.All, "all", false, "also list applied and decommissioned nodes, and every refused or flagged report")
 	fs.BoolVar(&o.History, "history", false, "show every generation with its applied, failed and outstanding counts as of now")
-	fs.StringVar(&o.FailOn, "fail-on", "failed", "exit non-zero when a node is `WHAT`: failed, outstanding (or failed), or none")
+	fs.StringVar(&o.FailOn, "fail-on", "failed", "exit non-zero when a node is `WHAT`: failed, outstanding (or failed), or none; with --wait the default is outstanding")
+	fs.StringArrayVar(&o.Nodes, "nodes", nil, "limit the report to the nodes whose name matches `PATTERN`, a shell pattern as in a role's nodes (may be given more than once)")
+	o.waitOptions.addFlags(fs)
 }
 
 func cmdReport() *Command {
 	var o reportOptions
 	return &Command{
 		Name: "report",
-		Usage: `muster report [NODE...] [--generation N] [--table | --json] [--sort KEY] [--all] [--fail-on WHAT]
-muster report --history [NODE...] [--table | --json]`,
+		Usage: `muster report [NODE...] [--nodes PATTERN] [--generation N] [--table | --json] [--sort KEY] [--all] [--fail-on WHAT]
+muster report --wait [--until TARGET] [--timeout DURATION] [--interval DURATION] [NODE...] [--nodes PATTERN] [--generation N] [...]
+muster report --history [NODE...] [--nodes PATTERN] [--table | --json]`,
 		Short: "show which nodes applied a generation, which failed and why, which are outstanding",
 		Long: `Show where every node stands on a generation (default the newest committed):
 
@@ -52,6 +58,9 @@ muster report --history [NODE...] [--table | --json]`,
                its last applied generation and last contact are shown
   ineligible   its newest briefing has failed lines (shown)
   unassigned   no role selects it
+  held         a staged rollout declared the generation for a wave that
+               leaves it out (declare --wave, --only): it keeps the
+               generation it had, shown
 
 Whether a node was assigned, ineligible or unassigned is what the
 generation's manifest recorded when it was declared: a node assigned the
@@ -79,11 +88,27 @@ The exit status says whether a node failed (--fail-on failed, the default:
 5), or also whether one is outstanding (--fail-on outstanding: 5 if one
 failed, else 6); --fail-on none always exits 0 when the report was made.
 
+--wait is a pipeline's gate: it looks at the spool every --interval until
+--until holds for the nodes assigned the generation (applied=N, applied=P%
+of them, or all-applied, the default), and exits 0. It stops at once with
+status 5 when one of them fails (unless --fail-on none), and at --timeout
+with status 6 if some are still outstanding (unless --fail-on failed or
+none: then 0), and prints the report, who is outstanding and their last
+contact included. Outstanding is never taken for failed. NODE and --nodes
+limit whom it waits for; held, ineligible and unassigned nodes are never
+waited for. Progress goes to stderr: a line rewritten in place on a
+terminal, otherwise one line per node that changes. Without --wait, report
+never waits.
+
 What was read before is remembered in DIR/cache in the mesh directory, so
 the next report reads only new objects; the cache can be deleted at any
 time and is rebuilt from the spool.`,
 		Examples: `# in a pipeline, after muster declare: fail the job if a node failed
 muster report
+# a gate: wait until 90% of the web nodes applied, fail fast if one fails
+muster report --wait --until applied=90% --nodes 'web-*' --timeout 30m
+# wait for all, but let switched-off nodes stay outstanding without failing
+muster report --wait --timeout 1h --fail-on failed
 # who has not applied generation 41 yet, longest silent first
 muster report --generation 41 --table --sort contact
 # the failed lines of every failed node
@@ -100,7 +125,7 @@ muster report --history --table`,
 // generation, or with --history on every generation, and exits with the
 // status --fail-on asks for.
 func runReport(env *Env, o reportOptions, args []string) error {
-	f, err := checkReportFlags(o)
+	f, err := checkReportFlags(env, &o)
 	if err != nil {
 		return err
 	}
@@ -113,7 +138,13 @@ func runReport(env *Env, o reportOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	sel := fleet.Selection{Names: args, All: o.All}
+	sel := fleet.Selection{Names: args, Patterns: o.Nodes, All: o.All}
+	if o.Wait {
+		if !env.Changed("fail-on") {
+			o.FailOn = "outstanding"
+		}
+		return runReportWait(env, o, f, m, reg, st, sel)
+	}
 	var hist []fleet.HistoryEntry
 	if o.History {
 		if hist, err = st.History(env.Ctx, sel); err != nil {
@@ -139,7 +170,7 @@ func runReport(env *Env, o reportOptions, args []string) error {
 // checkReportFlags returns the output format asked for, and refuses flags
 // that exclude each other and values report does not know, before
 // anything is read.
-func checkReportFlags(o reportOptions) (format, error) {
+func checkReportFlags(env *Env, o *reportOptions) (format, error) {
 	f, err := o.Output.chosen()
 	if err != nil {
 		return f, err
@@ -151,6 +182,14 @@ func checkReportFlags(o reportOptions) (format, error) {
 	case "failed", "outstanding", "none":
 	default:
 		return f, fault.Usagef("--fail-on %q: want failed, outstanding or none", o.FailOn)
+	}
+	for _, p := range o.Nodes {
+		if err := declaration.CheckPattern(p); err != nil {
+			return f, fault.Usagef("--nodes: %v", err)
+		}
+	}
+	if err := o.waitOptions.check(env, o.History); err != nil {
+		return f, err
 	}
 	return f, fleet.SortNodes(nil, o.Sort)
 }
@@ -264,6 +303,9 @@ func isAre(n int) string {
 // totalsLine is the head of the summary: the generation, then the totals.
 func totalsLine(v *fleet.View, now time.Time) string {
 	gen := fmt.Sprintf("generation %d", v.Generation)
+	if v.Wave != "" {
+		gen += " for wave " + v.Wave
+	}
 	if v.Generation != v.Newest {
 		gen += fmt.Sprintf(" (the newest is %d)", v.Newest)
 	}
@@ -271,6 +313,9 @@ func totalsLine(v *fleet.View, now time.Time) string {
 	parts := []string{
 		fmt.Sprintf("%d applied", t.Applied), fmt.Sprintf("%d failed", t.Failed), fmt.Sprintf("%d outstanding", t.Outstanding),
 		fmt.Sprintf("%d ineligible", t.Ineligible), fmt.Sprintf("%d unassigned", t.Unassigned),
+	}
+	if t.Held > 0 {
+		parts = append(parts, fmt.Sprintf("%d held", t.Held))
 	}
 	if t.Decommissioned > 0 {
 		parts = append(parts, fmt.Sprintf("%d decommissioned", t.Decommissioned))
@@ -294,7 +339,7 @@ func detail(n *fleet.NodeStatus, now time.Time) string {
 		parts = append(parts, "reported "+when(n.Report.End, now))
 	case fleet.Failed, fleet.Ineligible:
 		parts = append(parts, linesText(n.FailedLines, "; "))
-	case fleet.Outstanding:
+	case fleet.Outstanding, fleet.Held:
 		if n.LastApplied > 0 {
 			parts = append(parts, fmt.Sprintf("last applied generation %d", n.LastApplied))
 		} else {
@@ -386,7 +431,7 @@ func reportTable(w io.Writer, v *fleet.View, all bool, now time.Time) error {
 			for _, l := range n.FailedLines {
 				det = append(det, linesText([]outcome.Line{l}, ""))
 			}
-		case fleet.Outstanding:
+		case fleet.Outstanding, fleet.Held:
 			if n.LastApplied > 0 {
 				det = append(det, fmt.Sprintf("last applied generation %d", n.LastApplied))
 			} else {
@@ -415,18 +460,54 @@ func reportTable(w io.Writer, v *fleet.View, all bool, now time.Time) error {
 	return fittedTable(w, []string{"REFUSED AND FLAGGED REPORTS"}, rows)
 }
 
-func historySummary(w io.Writer, h []fleet.HistoryEntry, now time.Time) {
-	fmt.Fprintf(w, "%-10s  %-30s  %7s  %6s  %11s\n", "generation", "declared", "applied", "failed", "outstanding")
+// staged reports whether some generation of the history was declared for
+// a wave: only then does the history show the waves and the held nodes.
+func staged(h []fleet.HistoryEntry) bool {
 	for _, e := range h {
-		fmt.Fprintf(w, "%-10d  %-30s  %7d  %6d  %11d\n", e.Generation, when(e.DeclaredAt, now), e.Totals.Applied, e.Totals.Failed, e.Totals.Outstanding)
+		if e.Wave != "" || e.Totals.Held > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func historySummary(w io.Writer, h []fleet.HistoryEntry, now time.Time) {
+	waves := staged(h)
+	head := fmt.Sprintf("%-10s  %-30s  %7s  %6s  %11s", "generation", "declared", "applied", "failed", "outstanding")
+	if waves {
+		head += fmt.Sprintf("  %4s  %s", "held", "wave")
+	}
+	fmt.Fprintln(w, head)
+	for _, e := range h {
+		line := fmt.Sprintf("%-10d  %-30s  %7d  %6d  %11d", e.Generation, when(e.DeclaredAt, now), e.Totals.Applied, e.Totals.Failed, e.Totals.Outstanding)
+		if waves {
+			wave := e.Wave
+			if wave == "" {
+				wave = "(all)"
+			}
+			line += fmt.Sprintf("  %4d  %s", e.Totals.Held, wave)
+		}
+		fmt.Fprintln(w, line)
 	}
 }
 
 func historyTable(w io.Writer, h []fleet.HistoryEntry, now time.Time) error {
+	waves := staged(h)
 	var rows [][]string
 	for _, e := range h {
-		rows = append(rows, []string{fmt.Sprint(e.Generation), strings.Replace(when(e.DeclaredAt, now), " (", "\n(", 1),
-			fmt.Sprint(e.Totals.Applied), fmt.Sprint(e.Totals.Failed), fmt.Sprint(e.Totals.Outstanding)})
+		declared := strings.Replace(when(e.DeclaredAt, now), " (", "\n(", 1)
+		if e.Wave != "" {
+			declared += "\n" + wrap("for wave "+e.Wave, len("2006-01-02 15:04 UTC"))
+		}
+		row := []string{fmt.Sprint(e.Generation), declared, fmt.Sprint(e.Totals.Applied), fmt.Sprint(e.Totals.Failed), fmt.Sprint(e.Totals.Outstanding)}
+		if waves {
+			row = append(row, fmt.Sprint(e.Totals.Held))
+		}
+		rows = append(rows, row)
 	}
-	return fittedTable(w, []string{"GENERATION", "DECLARED", "APPLIED", "FAILED", "OUTSTANDING"}, rows)
+	header := []string{"GENERATION", "DECLARED", "APPLIED", "FAILED", "OUTSTANDING"}
+	if waves {
+		header = append(header, "HELD")
+	}
+	return fittedTable(w, header, rows)
 }

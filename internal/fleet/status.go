@@ -477,9 +477,9 @@ func (m *manifestView) isHeld(name string) bool {
 // heldNote says why a held node has nothing to do with generation gen.
 func heldNote(gen uint64, wave string, on uint64) string {
 	if on == 0 {
-		return fmt.Sprintf("generation %d was declared for wave %s, which leaves it out; it had no generation to keep", gen, wave)
+		return fmt.Sprintf("no generation to keep; generation %d is for wave %s only", gen, wave)
 	}
-	return fmt.Sprintf("generation %d was declared for wave %s, which leaves it out; it keeps generation %d", gen, wave, on)
+	return fmt.Sprintf("keeps generation %d; generation %d is for wave %s only", on, gen, wave)
 }
 
 // forked reports whether f is a report of another commit of its

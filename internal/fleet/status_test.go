@@ -95,7 +95,7 @@ func TestClassification(t *testing.T) {
 		for l, w := range map[string]want{
 			"ineligible": {Ineligible, 0, "free-root", ""},
 			"unassigned": {Unassigned, 0, "", "no role of generation 2 selects it"},
-			"held":       {Held, 0, "", "generation 2 was declared for wave canary, which leaves it out; it keeps generation 1"},
+			"held":       {Held, 0, "", "keeps generation 1; generation 2 is for wave canary only"},
 			"absent":     {Unassigned, 0, "", "not in the manifest of generation 2"},
 		} {
 			if _, ok := wants[l+"-"+sit]; !ok {
