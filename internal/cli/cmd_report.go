@@ -35,7 +35,7 @@ func (o *reportOptions) addFlags(fs *pflag.FlagSet) {
 	o.Output.addFlags(fs, tableFlag, jsonFlag)
 	fs.StringVar(&o.Sort, "sort", "name", "order nodes by `KEY`: name, status or contact")
 	fs.BoolVar(&o.All, "all", false, "also list applied and decommissioned nodes, and every refused or flagged report")
-	fs.BoolVar(&o.History, "history", false, "show every generation with its applied, failed and outstanding counts as of now")
+	fs.BoolVar(&o.History, "history", false, "show every generation with its applied, failed and outstanding counts as of now, and the wave it was declared for")
 	fs.StringVar(&o.FailOn, "fail-on", "failed", "exit non-zero when a node is `WHAT`: failed, outstanding (or failed), or none; with --wait the default is outstanding")
 	fs.StringArrayVar(&o.Nodes, "nodes", nil, "limit the report to the nodes whose name matches `PATTERN`, a shell pattern as in a role's nodes (may be given more than once)")
 	o.waitOptions.addFlags(fs)
@@ -62,7 +62,7 @@ muster report --history [NODE...] [--nodes PATTERN] [--table | --json]`,
                leaves it out (declare --wave, --only): it keeps the
                generation it had, shown
 
-Whether a node was assigned, ineligible or unassigned is what the
+Whether a node was assigned, held, ineligible or unassigned is what the
 generation's manifest recorded when it was declared: a node assigned the
 generation is judged on its reports even if it has become ineligible since.
 Last contact is the time of the node's newest report or briefing, shown as

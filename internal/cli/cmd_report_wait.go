@@ -80,8 +80,10 @@ func runReportWait(env *Env, o reportOptions, f format, m *mesh.Mesh, reg *enrol
 	}
 	defer w.progress.clear()
 	for {
-		w.warn(st.Warnings)
 		v, err := st.Generation(env.Ctx, gen, sel)
+		// The load's warnings and the look's (a manifest that cannot be
+		// read), each once: a refresh starts the list afresh.
+		w.warn(st.Warnings)
 		if err != nil {
 			return err
 		}

@@ -32,7 +32,7 @@ var exitStatus = []struct {
 	{ExitRefused, "refused for security: bad signature, rollback, revoked identity, wrong recipient, spent or expired token"},
 	{ExitTemporary, "temporary failure: lock held, spool unreachable or not writable, stopped by a signal; try again later"},
 	{ExitNodesFailed, "report: at least one node failed the generation"},
-	{ExitNodesOutstanding, "report --fail-on outstanding: at least one node has not applied the generation"},
+	{ExitNodesOutstanding, "report --fail-on outstanding, or --wait at its timeout: at least one node has not applied the generation"},
 	{ExitRestart, "apply: a new muster was installed and passed its self-check; it runs from the next apply"},
 }
 
