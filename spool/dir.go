@@ -87,6 +87,13 @@ func (d *Dir) Put(ctx context.Context, name string, data []byte) error {
 	// Re-putting what is already there is common (spool sync, a retried
 	// run): answer it without writing.
 	if err := d.compare(name, target, data); !errors.Is(err, errAbsent) {
+		if errors.Is(err, ErrConflict) {
+			// Through FUSE (FAT, exFAT) a rename under the lock is not
+			// atomic to a reader without it: what looked different may
+			// be another Put's object half placed. Look again under the
+			// lock before calling it a conflict.
+			err = d.compareLocked(name, target, data)
+		}
 		return err
 	}
 	if err := d.mkdirs(name); err != nil {
@@ -104,7 +111,11 @@ func (d *Dir) Put(ctx context.Context, name string, data []byte) error {
 		if errors.Is(err, fs.ErrExist) {
 			// Someone else won the race; it is only an error if
 			// they wrote different bytes.
-			return d.compare(name, target, data)
+			err := d.compare(name, target, data)
+			if errors.Is(err, ErrConflict) {
+				err = d.compareLocked(name, target, data)
+			}
+			return err
 		}
 		return d.fail("put", name, err)
 	}
@@ -146,13 +157,56 @@ func unsupported(err error, also syscall.Errno) bool {
 // flock(2) on the spool's top directory: two Puts on this machine never
 // both find a name free. doc.go says what the lock cannot keep out.
 func (d *Dir) renameLocked(tmp, target string) error {
+	return d.underLock(syscall.LOCK_EX, func() error {
+		if _, err := os.Lstat(target); err == nil {
+			return &os.LinkError{Op: "rename", Old: tmp, New: target, Err: syscall.EEXIST}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if err := os.Rename(tmp, target); err != nil {
+			return err
+		}
+		// Through FUSE the renamed file's bytes may not yet read back
+		// under its new name from another descriptor; syncing it before
+		// the lock goes makes that less likely (compareLocked covers the
+		// rest).
+		f, err := os.Open(target)
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		f.Close()
+		return err
+	})
+}
+
+// compareLocked is compare under a shared flock(2) on the spool's top
+// directory, the one renameLocked holds exclusively while it places an
+// object. Through FUSE (fusefat) the bytes of a file renamed a moment ago
+// may read back wrong for a moment more, even synced; a real conflict
+// stays one, so a few looks a little apart, not holding the lock between
+// them, tell the two apart. Only a Put that found different bytes pays
+// for them.
+func (d *Dir) compareLocked(name, file string, data []byte) error {
+	var err error
+	for try := 0; ; try++ {
+		if err = d.underLock(syscall.LOCK_SH, func() error { return d.compare(name, file, data) }); !errors.Is(err, ErrConflict) || try == 3 {
+			return err
+		}
+		time.Sleep(time.Duration(try+1) * 15 * time.Millisecond)
+	}
+}
+
+// underLock runs fn holding a flock(2) of kind how on the spool's top
+// directory.
+func (d *Dir) underLock(how int, fn func() error) error {
 	fd, err := syscall.Open(d.root, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return &fs.PathError{Op: "open", Path: d.root, Err: err}
 	}
 	defer syscall.Close(fd) // releases the lock
 	for {
-		err = syscall.Flock(fd, syscall.LOCK_EX)
+		err = syscall.Flock(fd, how)
 		if err != syscall.EINTR {
 			break
 		}
@@ -160,12 +214,7 @@ func (d *Dir) renameLocked(tmp, target string) error {
 	if err != nil {
 		return &fs.PathError{Op: "lock", Path: d.root, Err: err}
 	}
-	if _, err := os.Lstat(target); err == nil {
-		return &os.LinkError{Op: "rename", Old: tmp, New: target, Err: syscall.EEXIST}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return os.Rename(tmp, target)
+	return fn()
 }
 
 // errNoRenameNoReplace is renameNoReplace's answer where the system has no
