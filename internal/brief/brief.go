@@ -32,6 +32,9 @@ type Briefing struct {
 	Time    time.Time      `toml:"time" json:"time"`
 	Muster  string         `toml:"muster" json:"muster"`
 	Lines   []outcome.Line `toml:"line" json:"lines"`
+	// Facts describe the host, for the declaration's templates; nil in a
+	// briefing from a muster older than facts.
+	Facts *Facts `toml:"facts,omitempty" json:"facts,omitempty"`
 }
 
 // Outcome is computed from the lines: passed means eligible.
@@ -136,6 +139,7 @@ func Run(ctx context.Context, e Env) *Briefing {
 		add("spool", outcome.OK, "%s readable and writable", e.Spool)
 	}
 	add("muster", outcome.OK, "%s", e.Version)
+	b.Facts = gatherFacts(root)
 	return b
 }
 
@@ -147,18 +151,25 @@ func writable(sp spool.Spool) error {
 }
 
 func osRelease(path string) string {
+	return osReleaseFields(path)["PRETTY_NAME"]
+}
+
+// osReleaseFields reads the KEY=value lines of an os-release file, values
+// unquoted; nil if it cannot be read.
+func osReleaseFields(path string) map[string]string {
 	f, err := os.Open(path)
 	if err != nil {
-		return ""
+		return nil
 	}
 	defer f.Close()
+	out := map[string]string{}
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if v, ok := strings.CutPrefix(s.Text(), "PRETTY_NAME="); ok {
-			return strings.Trim(v, `"'`)
+		if k, v, ok := strings.Cut(s.Text(), "="); ok {
+			out[k] = strings.Trim(v, `"'`)
 		}
 	}
-	return ""
+	return out
 }
 
 func isDir(p string) bool {

@@ -54,7 +54,7 @@ func TestLoad(t *testing.T) {
 // working directory.
 func TestParseStdin(t *testing.T) {
 	_, problems := Parse([]Source{{Name: "-", Data: []byte("bogus = 1\n"), Dir: "."}})
-	if len(problems) != 1 || problems[0].String() != "<stdin>:1: bogus: unknown key (want prune, role, node or rollout)" {
+	if len(problems) != 1 || problems[0].String() != "<stdin>:1: bogus: unknown key (want prune, vars, role, node or rollout)" {
 		t.Errorf("got:\n%s", problemLines(problems))
 	}
 }

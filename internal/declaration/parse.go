@@ -32,7 +32,9 @@ type Declaration struct {
 	// mixedPaths: some path is declared as two types in different roles
 	// or node sections, so a node's resources may clash.
 	mixedPaths bool
-	waves      map[string]*wave // [rollout.wave.NAME], by name
+	waves      map[string]*wave   // [rollout.wave.NAME], by name
+	vars       map[string]varDecl // the top level's, for templates
+	templated  bool               // some file is rendered from a template
 }
 
 // Prune reports whether packages muster installed that no declaration
@@ -44,8 +46,9 @@ type declared struct {
 	spec resource.Spec
 	id   string // spec.ID(), computed once
 	at   place
-	key  string // the TOML key, for messages
-	by   string // "role web" or "node web-01"
+	key  string        // the TOML key, for messages
+	by   string        // "role web" or "node web-01"
+	tmpl *fileTemplate // the file's template; nil if it has none
 }
 
 type role struct {
@@ -55,6 +58,7 @@ type role struct {
 	globs  []string
 	labels [][2]string // name, value: a slice is quicker to test than a map
 	res    []declared  // sorted by ID
+	vars   map[string]varDecl
 }
 
 type nodeSection struct {
@@ -63,6 +67,7 @@ type nodeSection struct {
 	at   place
 	byID map[string]declared
 	res  []declared // sorted by ID, filled once all files are read
+	vars map[string]varDecl
 }
 
 var kinds = []resource.Kind{resource.File, resource.Directory, resource.Symlink, treeKind, resource.Package, resource.Service, resource.User, resource.Group}
@@ -89,6 +94,12 @@ type builder struct {
 	sources  map[string]sourceFile // `source =` files read so far, shared
 	trees    map[string]treeSource // tree sources read so far, shared
 	waves    map[string]*wave
+	vars     map[string]varDecl // the top level's
+	// templates parsed so far, by path or inline text; nil for one
+	// that failed, with the message in templateErrs.
+	templates    map[string]*fileTemplate
+	templateErrs map[string]string
+	templated    bool
 }
 
 type sourceFile struct {
@@ -140,11 +151,15 @@ func parse(srcs []Source) (*Declaration, []Problem) {
 		nodes:   map[string]*nodeSection{},
 		sources: map[string]sourceFile{},
 		waves:   map[string]*wave{},
+		vars:    map[string]varDecl{},
+
+		templates:    map[string]*fileTemplate{},
+		templateErrs: map[string]string{},
 	}
 	for _, src := range srcs {
 		b.file(src)
 	}
-	d := &Declaration{nodes: b.nodes, waves: b.waves}
+	d := &Declaration{nodes: b.nodes, waves: b.waves, vars: b.vars, templated: b.templated}
 	if b.prune != nil {
 		d.prune = *b.prune
 	}
@@ -237,6 +252,8 @@ func (b *builder) file(src Source) {
 		switch v := tree[k]; k {
 		case "prune":
 			fp.prune(key, v)
+		case "vars":
+			fp.vars(key, v, "the top level", fp.builder.vars)
 		case "role":
 			t, ok := fp.table(key, v, "a table of roles, such as [role.web]")
 			for _, name := range sortedKeys(t) {
@@ -254,7 +271,7 @@ func (b *builder) file(src Source) {
 		case "rollout":
 			fp.rollout(key, v)
 		default:
-			msg := "unknown key (want prune, role, node or rollout)"
+			msg := "unknown key (want prune, vars, role, node or rollout)"
 			if isKind(k) {
 				msg = fmt.Sprintf("a %s belongs to a role or a node, such as [role.NAME.%s.\"...\"]", k, k)
 			}
@@ -329,7 +346,7 @@ func (fp *fileParser) role(name string, v any) {
 		fp.errorf(key, "role %s is already defined at %s; define each role in one place", name, prev.at)
 		return
 	}
-	r := &role{name: name, key: toml.Key(key).String(), at: at}
+	r := &role{name: name, key: toml.Key(key).String(), at: at, vars: map[string]varDecl{}}
 	byID := map[string]declared{}
 	selects := false
 	for _, k := range sortedKeys(t) {
@@ -340,11 +357,13 @@ func (fp *fileParser) role(name string, v any) {
 			fp.selector(fk, v, r)
 		case isKind(k):
 			fp.resources(resource.Kind(k), fk, v, "role "+name, byID)
+		case k == "vars":
+			fp.vars(fk, v, "role "+name, r.vars)
 		default:
 			if _, isTable := v.(map[string]any); isTable {
 				fp.errorf(fk, "unknown resource type %q (want %s)", k, kindList)
 			} else {
-				fp.errorf(fk, "unknown key (want nodes, labels, or a resource type)")
+				fp.errorf(fk, "unknown key (want nodes, labels, vars, or a resource type)")
 			}
 		}
 	}
@@ -376,7 +395,7 @@ func (fp *fileParser) node(name string, v any) {
 	}
 	n := fp.nodes[name]
 	if n == nil {
-		n = &nodeSection{name: name, key: toml.Key(key).String(), at: fp.at(key), byID: map[string]declared{}}
+		n = &nodeSection{name: name, key: toml.Key(key).String(), at: fp.at(key), byID: map[string]declared{}, vars: map[string]varDecl{}}
 		fp.nodes[name] = n
 	}
 	for _, k := range sortedKeys(t) {
@@ -384,8 +403,10 @@ func (fp *fileParser) node(name string, v any) {
 		switch {
 		case isKind(k):
 			fp.resources(resource.Kind(k), fk, t[k], "node "+name, n.byID)
+		case k == "vars":
+			fp.vars(fk, t[k], "node "+name, n.vars)
 		case k == "nodes" || k == "labels":
-			fp.errorf(fk, "a node section holds only resources; use a role to select nodes")
+			fp.errorf(fk, "a node section holds only resources and vars; use a role to select nodes")
 		default:
 			fp.errorf(fk, "unknown resource type %q (want %s)", k, kindList)
 		}
@@ -445,20 +466,21 @@ func (fp *fileParser) resources(kind resource.Kind, key []string, v any, by stri
 			fp.tree(name, rk, rt, by, byID)
 			continue
 		}
-		spec, ok := fp.resource(kind, name, rk, rt)
+		spec, tmpl, ok := fp.resource(kind, name, rk, rt)
 		if !ok {
 			continue
 		}
-		fp.declare(rk, spec, by, byID)
+		fp.declare(rk, spec, tmpl, by, byID)
 	}
 }
 
-// declare adds one resource declared at key to byID.
-func (fp *fileParser) declare(key []string, spec resource.Spec, by string, byID map[string]declared) {
+// declare adds one resource declared at key to byID, with its template if
+// it is a file rendered from one.
+func (fp *fileParser) declare(key []string, spec resource.Spec, tmpl *fileTemplate, by string, byID map[string]declared) {
 	id := spec.ID()
-	d := declared{spec: spec, id: id, at: fp.at(key), key: toml.Key(key).String(), by: by}
+	d := declared{spec: spec, id: id, at: fp.at(key), key: toml.Key(key).String(), by: by, tmpl: tmpl}
 	if prev, dup := byID[id]; dup {
-		if !sameSpec(prev.spec, spec) {
+		if !sameDeclared(&prev, &d) {
 			fp.errorf(key, "%s is also declared for %s at %s with different settings", id, by, prev.at)
 		}
 		return
@@ -551,15 +573,18 @@ func (s *settings) only(kind resource.Kind, allowed ...string) {
 	}
 }
 
-// resource reads one resource's settings into a Spec. The rules a Spec
-// must follow are resource.Check's, which a host runs too; what is read
-// here is the declaration's own: types, keys, content and source.
-func (fp *fileParser) resource(kind resource.Kind, name string, key []string, t map[string]any) (resource.Spec, bool) {
+// resource reads one resource's settings into a Spec, and a file's
+// template if it has one (its Spec's content is then rendered per node).
+// The rules a Spec must follow are resource.Check's, which a host runs
+// too; what is read here is the declaration's own: types, keys, content
+// and source.
+func (fp *fileParser) resource(kind resource.Kind, name string, key []string, t map[string]any) (resource.Spec, *fileTemplate, bool) {
 	s := &settings{fp: fp, key: key, t: t, ok: true, reported: map[string]bool{}}
 	spec := resource.Spec{Kind: kind}
+	var tmpl *fileTemplate
 	switch kind {
 	case resource.File:
-		s.only(kind, "content", "source", "secret", "mode", "special_bits", "owner", "group", "replace_symlink", "validate", "validate_shell", "state", "order")
+		s.only(kind, "content", "source", "template", "template_content", "secret", "mode", "special_bits", "owner", "group", "replace_symlink", "validate", "validate_shell", "state", "order")
 		spec.Path = name
 		spec.State = s.state()
 		s.ownership(&spec)
@@ -568,6 +593,7 @@ func (fp *fileParser) resource(kind resource.Kind, name string, key []string, t 
 		}
 		content, hasContent := s.str("content")
 		source, hasSource := s.str("source")
+		tmpl = s.fileTemplate(spec.State == "absent", s.has("content") || s.has("source"))
 		switch {
 		case spec.State == "absent":
 			s.ignoredWhenAbsent(kind, &spec, "content", "source")
@@ -577,8 +603,10 @@ func (fp *fileParser) resource(kind resource.Kind, name string, key []string, t 
 			s.readFileSource(source, &spec)
 		case hasContent:
 			spec.Content = content
+		case s.has("template") || s.has("template_content"):
+			// rendered for each node
 		case !s.has("content") && !s.has("source"):
-			s.errorf("", "a present file needs content or source (content = \"\" for an empty file)")
+			s.errorf("", "a present file needs content, source or a template (content = \"\" for an empty file)")
 		}
 		if spec.State != "absent" {
 			s.validate(&spec)
@@ -651,7 +679,7 @@ func (fp *fileParser) resource(kind resource.Kind, name string, key []string, t 
 		// "644" and "0644" are one mode and must be one setting.
 		spec.Mode = "0" + spec.Mode
 	}
-	return spec, s.ok
+	return spec, tmpl, s.ok
 }
 
 func (s *settings) state() string {

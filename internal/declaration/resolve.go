@@ -13,6 +13,12 @@ import (
 type Node struct {
 	Name   string
 	Labels map[string]string
+	// Facts are the facts of the node's newest briefing by name, for
+	// templates (see brief.Facts.Map); nil when it has none.
+	Facts map[string]any
+	// FactsFrom is the muster version that sent that briefing, for
+	// messages about a missing fact; empty if the node sent none.
+	FactsFrom string
 }
 
 // Resolved is one node's desired state.
@@ -25,6 +31,30 @@ type Resolved struct {
 	// Own is set when the node has a node section, so Resources was made
 	// for it alone: no other node shares the slice.
 	Own bool
+
+	// What rendering the node's templated files needs (see Renderer).
+	// Their Resources hold them unrendered, with no content: ResolveEach
+	// leaves rendering to its caller, which renders only for the nodes
+	// that get something. Resolve renders them.
+	templates    []templated
+	vars         map[string]any
+	varConflicts []varConflict
+	labels       map[string]string
+	facts        map[string]any
+	factsFrom    string
+}
+
+// Templated lists the positions in Resources of the files to be rendered
+// from a template for this node, in order; Renderer.Render renders them.
+func (r Resolved) Templated() []int {
+	if len(r.templates) == 0 {
+		return nil
+	}
+	out := make([]int, len(r.templates))
+	for i, t := range r.templates {
+		out[i] = t.pos
+	}
+	return out
 }
 
 // String names the node and counts its resources; it never shows content.
@@ -43,6 +73,11 @@ type combination struct {
 	// clashes: resources of different IDs that cannot both be applied
 	// (resource.Clashes), in place order.
 	clashes []conflict
+	// For templates (combineTemplates): the templated files among
+	// merged, and the vars of the top level and the roles.
+	templates    []templated
+	vars         map[string]any
+	varConflicts []varConflict
 }
 
 // conflict is one resource declared differently in two places, or (as a
@@ -59,23 +94,37 @@ type conflictKey struct {
 // Resolve gives every node its resources, in the order of nodes (each name
 // once). A node's resources are those of every role that selects it, with
 // its node section's resources replacing any of the same ID and adding the
-// rest. Nodes that no role selects and no node section names are listed in
-// unmatched as well, resolved to no resources. Problems are an error for
-// each resource two roles declare differently for one node, and warnings
-// for roles that select no node and node sections that name no node.
+// rest, and its templated files rendered. Nodes that no role selects and
+// no node section names are listed in unmatched as well, resolved to no
+// resources. Problems are an error for each resource two roles declare
+// differently for one node and each file that failed to render, and
+// warnings for roles that select no node and node sections that name no
+// node.
 func (d *Declaration) Resolve(nodes []Node) (resolved []Resolved, unmatched []string, problems []Problem) {
 	resolved = make([]Resolved, 0, len(nodes))
+	rr := NewRenderer()
 	unmatched, problems = d.ResolveEach(nodes, func(r Resolved) {
-		if r.Own {
+		if r.Own || len(r.templates) > 0 {
 			r.Resources = append(make([]resource.Spec, 0, len(r.Resources)), r.Resources...)
 		}
+		rendered, _ := rr.Render(r)
+		for _, x := range rendered {
+			r.Resources[x.Pos] = x.Spec
+		}
+		r.templates, r.vars, r.varConflicts, r.labels, r.facts, r.factsFrom = nil, nil, nil, nil, nil, ""
 		resolved = append(resolved, r)
 	})
+	if ps := rr.Problems(); len(ps) > 0 {
+		problems = append(problems, ps...)
+		sortProblems(problems)
+	}
 	return resolved, unmatched, problems
 }
 
 // ResolveEach is Resolve that hands each node's resolution to yield as it
-// is made instead of keeping them all. Where every node has a node section,
+// is made instead of keeping them all, and leaves its templated files
+// unrendered: the caller renders them (Renderer) for the nodes it gives
+// them to. Where every node has a node section,
 // every node's resources are a copy of its roles' with its own merged in:
 // for ten thousand nodes of a hundred resources, hundreds of megabytes if
 // kept at once. ResolveEach makes each copy in one buffer that it reuses,
@@ -96,6 +145,7 @@ func (d *Declaration) ResolveEach(nodes []Node, yield func(Resolved)) (unmatched
 		conflictSeq []*conflictSeen
 		bits        = make([]byte, (len(d.roles)+7)/8)
 		own         []resource.Spec // the buffer of Own nodes' resources
+		ownT        []templated     // and of their templated files
 	)
 	for _, n := range nodes {
 		if seen[n.Name] {
@@ -126,12 +176,23 @@ func (d *Declaration) ResolveEach(nodes []Node, yield func(Resolved)) (unmatched
 			combos[string(bits)] = c
 		}
 		specs, clashes := c.specs, c.clashes
+		r := Resolved{Node: n.Name, Own: sec != nil, templates: c.templates, vars: c.vars, varConflicts: c.varConflicts}
 		if sec != nil {
 			own = override(own[:0], c.ids, c.specs, sec.res)
 			specs = own
 			if d.mixedPaths {
 				clashes = ownClashes(own, c, sec)
 			}
+			if d.templated {
+				ownT = ownTemplates(ownT[:0], c, sec)
+				r.templates = ownT
+				if len(ownT) > 0 {
+					r.vars, r.varConflicts = ownVars(c, sec)
+				}
+			}
+		}
+		if len(r.templates) > 0 {
+			r.labels, r.facts, r.factsFrom = n.Labels, n.Facts, n.FactsFrom
 		}
 		for _, cf := range clashes {
 			k := conflictKey{cf.first.id + "\x00" + cf.second.id, cf.first.at, cf.second.at}
@@ -158,14 +219,12 @@ func (d *Declaration) ResolveEach(nodes []Node, yield func(Resolved)) (unmatched
 			}
 			cs.count++
 		}
-		yield(Resolved{Node: n.Name, Resources: specs, Own: sec != nil})
+		r.Resources = specs
+		yield(r)
 	}
 
 	for _, cs := range conflictSeq {
-		who := "node " + cs.node
-		if cs.count > 1 {
-			who = fmt.Sprintf("node %s and %d more", cs.node, cs.count-1)
-		}
+		who := nodesWho(cs.node, cs.count)
 		a, b := cs.c.first, cs.c.second
 		msg := fmt.Sprintf("%s: %s is declared differently by %s here and by %s at %s", who, b.id, b.by, a.by, a.at)
 		if cs.clash {
@@ -191,6 +250,14 @@ func (d *Declaration) ResolveEach(nodes []Node, yield func(Resolved)) (unmatched
 	}
 	sortProblems(problems)
 	return unmatched, problems
+}
+
+// nodesWho names the nodes a problem is for: the first, and how many more.
+func nodesWho(first string, count int) string {
+	if count > 1 {
+		return fmt.Sprintf("node %s and %d more", first, count-1)
+	}
+	return "node " + first
 }
 
 // selects reports whether the role selects node n: its name matches one of
@@ -223,7 +290,7 @@ func (d *Declaration) combine(bits []byte) *combination {
 		}
 		for _, res := range r.res {
 			if j, dup := index[res.id]; dup {
-				if !sameSpec(c.merged[j].spec, res.spec) {
+				if !sameDeclared(&c.merged[j], &res) {
 					c.conflicts = append(c.conflicts, conflict{first: c.merged[j], second: res})
 				}
 				continue
@@ -243,6 +310,9 @@ func (d *Declaration) combine(bits []byte) *combination {
 			first, second := inPlaceOrder(c.merged[cl.First], c.merged[cl.Second])
 			c.clashes = append(c.clashes, conflict{first, second})
 		}
+	}
+	if d.templated {
+		d.combineTemplates(c, bits)
 	}
 	return c
 }

@@ -142,7 +142,7 @@ func (fp *fileParser) tree(name string, key []string, t map[string]any, by strin
 		return
 	}
 	for _, spec := range specs {
-		fp.declare(key, spec, by, byID)
+		fp.declare(key, spec, nil, by, byID)
 	}
 }
 
