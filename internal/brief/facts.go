@@ -28,7 +28,7 @@ type Facts struct {
 	OSID       string `toml:"os_id" json:"os_id"`
 	OSVersion  string `toml:"os_version" json:"os_version"`
 	OSCodename string `toml:"os_codename" json:"os_codename"`
-	// Arch is the machine architecture as Go and Debian name it, such
+	// Arch is the machine architecture as Go names it, such
 	// as "amd64" or "arm64".
 	Arch string `toml:"arch" json:"arch"`
 	// CPUs is the number of processors muster may run on.

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/BurntSushi/toml"
 	"github.com/spf13/pflag"
@@ -43,8 +44,10 @@ line per check with its status (ok, warn, failed) and detail. The checks: OS
 and version, architecture, package manager present and usable, init system,
 free space on the state and root filesystems (thresholds in the host config,
 see muster-config(5)), clock sanity, spool readable and writable, muster
-version. --send writes it to the spool, signed by the host and encrypted to
-the mesh.
+version. The briefing also carries the host's facts, which declaration
+templates use: host name, OS id, version and codename, architecture, CPU
+count, memory and IP addresses. --send writes it to the spool, signed by
+the host and encrypted to the mesh.
 
 A briefing's outcome is computed from its lines, never stored: a node whose
 newest briefing has a failed line is enrolled but ineligible, and declare
@@ -123,6 +126,25 @@ func printBriefing(w io.Writer, b *brief.Briefing, f format) error {
 	fmt.Fprintf(w, "briefing of %s at %s: %s\n", b.Node, b.Time.UTC().Format("2006-01-02 15:04:05 UTC"), eligibilityWord(b))
 	for _, l := range b.Lines {
 		fmt.Fprintf(w, "  %-7s %-16s %s\n", l.Status, l.ID, l.Detail)
+	}
+	if b.Facts == nil {
+		return nil
+	}
+	// Facts by the names templates use; one the host could not read is
+	// missing from the map and shown as such.
+	fmt.Fprintf(w, "facts, as templates see them (.Facts.NAME):\n")
+	m := b.Facts.Map()
+	for _, name := range brief.FactNames {
+		v, ok := m[name]
+		switch list, isList := v.([]string); {
+		case !ok:
+			v = "(not known)"
+		case isList && len(list) == 0:
+			v = "(none)"
+		case isList:
+			v = strings.Join(list, " ")
+		}
+		fmt.Fprintf(w, "  %-16s %v\n", name, v)
 	}
 	return nil
 }

@@ -53,8 +53,10 @@ func HasErrors(problems []Problem) bool {
 	return false
 }
 
-// sortProblems orders problems by file, then line, so they read like a
+// SortProblems orders problems by file, then line, so they read like a
 // compiler's output; key and message break ties to keep the order stable.
+func SortProblems(ps []Problem) { sortProblems(ps) }
+
 func sortProblems(ps []Problem) {
 	sort.SliceStable(ps, func(i, j int) bool {
 		a, b := ps[i], ps[j]

@@ -73,21 +73,40 @@ func newPlan(ctx context.Context, reg *enrol.Registry, briefs map[string]*brief.
 	for i, id := range active {
 		nodes[i] = declaration.Node{Name: id.Name, Labels: id.Labels}
 		byName[id.Name] = id
+		if b := briefs[id.NodeID]; b != nil && decl.Templated() {
+			nodes[i].FactsFrom = b.Muster
+			if b.Facts != nil {
+				nodes[i].Facts = b.Facts.Map()
+			}
+		}
 	}
 	p := &plan{prune: decl.Prune(), nodes: make([]nodePlan, 0, len(active)), ineligible: []Ineligible{}, unmatched: []string{}, unsealable: []Unsealable{}}
 	b := &planner{ctx: ctx, p: p, cache: newEntryCache(), shared: map[*resource.Spec]sharedList{}}
 	// Each node's resources are turned into entries as they are resolved
 	// and then dropped: with a node section of its own, each node's are a
 	// copy, and ten thousand nodes' copies at once would be most of the
-	// memory declare needs.
+	// memory declare needs. Templated files are rendered for the nodes
+	// that get something, and every node's render problems are collected
+	// before any is reported.
+	rr := declaration.NewRenderer()
 	unmatched, problems := decl.ResolveEach(nodes, func(r declaration.Resolved) {
 		id := byName[r.Node]
 		if in, ok := ineligible(id, briefs[id.NodeID]); ok {
 			p.ineligible = append(p.ineligible, in)
 			return
 		}
-		b.add(id, r)
+		if b.err != nil {
+			return
+		}
+		rendered, ok := rr.Render(r)
+		if ok {
+			b.add(id, r, rendered)
+		}
 	})
+	if rp := rr.Problems(); len(rp) > 0 {
+		problems = append(problems, rp...)
+		declaration.SortProblems(problems)
+	}
 	if declaration.HasErrors(problems) {
 		return nil, &ProblemsError{Problems: problems}
 	}
@@ -135,61 +154,100 @@ type sharedList struct {
 	err     error // over the report budget
 }
 
-// add adds the eligible node id, resolved to r. r.Resources is not kept:
-// an Own node's is reused for the next node.
-func (b *planner) add(id *enrol.Identity, r declaration.Resolved) {
+// add adds the eligible node id, resolved to r, with its templated files
+// as rendered for it. r.Resources is not kept: an Own node's is reused
+// for the next node.
+//
+// Nodes that share a resolved slice share its entries; a node's rendered
+// files are the only entries made for it alone, so templates cost in
+// proportion to what they make differ.
+func (b *planner) add(id *enrol.Identity, r declaration.Resolved, rendered []declaration.Rendered) {
 	if b.err != nil {
 		return
 	}
-	np := nodePlan{id: id}
 	var first *resource.Spec
 	if len(r.Resources) > 0 && !r.Own {
 		first = &r.Resources[0]
 	}
-	if l, ok := b.shared[first]; ok && first != nil && len(l.entries) == len(r.Resources) {
-		if l.err != nil {
-			b.err = fmt.Errorf("node %s: %w", r.Node, l.err)
+	l, ok := b.shared[first]
+	if !ok || first == nil || len(l.entries) != len(r.Resources) {
+		if l, ok = b.list(r, rendered); !ok {
 			return
 		}
-		np.entries, np.digest = l.entries, l.digest
-		b.p.nodes = append(b.p.nodes, np)
+		if first != nil {
+			// Only a shared slice is remembered: an Own node's is never
+			// seen again, and remembering it would keep every node's
+			// alive.
+			b.shared[first] = l
+		}
+	}
+	if l.err != nil {
+		b.err = fmt.Errorf("node %s: %w", r.Node, l.err)
 		return
 	}
-	np.entries = make([]*entry, len(r.Resources))
-	cost := 0
+	np := nodePlan{id: id, entries: l.entries, digest: l.digest}
+	if len(rendered) > 0 {
+		np.entries = slices.Clone(l.entries)
+		for _, x := range rendered {
+			e, err := b.cache.get(&x.Spec)
+			if err != nil {
+				b.err = fmt.Errorf("node %s: %w", r.Node, err)
+				return
+			}
+			e.used = true
+			np.entries[x.Pos] = e
+		}
+		sortByID(np.entries)
+		np.digest = nodeDigest(b.p.prune, np.entries)
+	}
+	b.p.nodes = append(b.p.nodes, np)
+}
+
+// list makes the entries of r's resources, leaving a hole where a file
+// is rendered per node (rendered says where), and their digest when
+// there is no hole. It reports false when it stopped with b.err.
+func (b *planner) list(r declaration.Resolved, rendered []declaration.Rendered) (sharedList, bool) {
+	entries := make([]*entry, len(r.Resources))
+	cost, next := 0, 0
 	for i := range r.Resources {
 		if i%4096 == 0 && b.ctx.Err() != nil {
 			b.err = b.ctx.Err()
-			return
+			return sharedList{}, false
 		}
-		e, err := b.cache.get(&r.Resources[i])
+		s := &r.Resources[i]
+		if next < len(rendered) && rendered[next].Pos == i {
+			// What a resource can add to the report does not depend on
+			// its content.
+			next++
+			cost += report.ResourceCost(s.ID(), string(s.Kind), s.Path, s.Name)
+			continue
+		}
+		e, err := b.cache.get(s)
 		if err != nil {
 			b.err = fmt.Errorf("node %s: %w", r.Node, err)
-			return
+			return sharedList{}, false
 		}
-		np.entries[i] = e
+		entries[i] = e
 		e.used = true
 		cost += e.cost
 	}
-	if err := reportBudget(len(np.entries), cost); err != nil {
-		if first != nil {
-			b.shared[first] = sharedList{entries: np.entries, err: err}
-		}
-		b.err = fmt.Errorf("node %s: %w", r.Node, err)
-		return
+	if err := reportBudget(len(entries), cost); err != nil {
+		return sharedList{entries: entries, err: err}, true
 	}
-	// Resolve sorts by ID; the manifest's ranges and the diff rely on
-	// it, so make sure rather than assume.
-	if !slices.IsSortedFunc(np.entries, byID) {
-		slices.SortFunc(np.entries, byID)
+	if len(rendered) > 0 {
+		return sharedList{entries: entries}, true
 	}
-	np.digest = nodeDigest(b.p.prune, np.entries)
-	if first != nil {
-		// Only a shared slice is remembered: an Own node's is never seen
-		// again, and remembering it would keep every node's alive.
-		b.shared[first] = sharedList{entries: np.entries, digest: np.digest}
+	sortByID(entries)
+	return sharedList{entries: entries, digest: nodeDigest(b.p.prune, entries)}, true
+}
+
+// sortByID sorts a node's entries by ID. Resolve sorts by ID; the
+// manifest's ranges and the diff rely on it, so make sure rather than
+// assume.
+func sortByID(entries []*entry) {
+	if !slices.IsSortedFunc(entries, byID) {
+		slices.SortFunc(entries, byID)
 	}
-	b.p.nodes = append(b.p.nodes, np)
 }
 
 // reportBudget refuses a node whose n resources could need cost bytes of
