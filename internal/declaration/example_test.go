@@ -35,10 +35,10 @@ func TestExampleParsesWithoutProblems(t *testing.T) {
 	}
 
 	nodes := []Node{
-		{Name: "web-01", Labels: map[string]string{"env": "prod", "monitoring": "yes"}},
-		{Name: "web-02", Labels: map[string]string{"env": "prod"}},
-		{Name: "www1", Labels: map[string]string{"env": "prod"}},
-		{Name: "db-01", Labels: map[string]string{"env": "prod", "monitoring": "yes"}},
+		{Name: "web-01", Labels: map[string]string{"env": "prod", "monitoring": "yes"}, Facts: facts("web-01"), FactsFrom: "1.5.0"},
+		{Name: "web-02", Labels: map[string]string{"env": "prod"}, Facts: facts("web-02"), FactsFrom: "1.5.0"},
+		{Name: "www1", Labels: map[string]string{"env": "prod"}, Facts: facts("www1"), FactsFrom: "1.5.0"},
+		{Name: "db-01", Labels: map[string]string{"env": "prod", "monitoring": "yes"}, Facts: facts("db-01"), FactsFrom: "1.5.0"},
 	}
 	resolved, unmatched, problems := d.Resolve(nodes)
 	for _, p := range problems {
@@ -80,6 +80,17 @@ func TestExampleParsesWithoutProblems(t *testing.T) {
 		{"web-02", "directory:/srv/www/example.org", func(s resource.Spec) bool { return s.Purge && s.Owner == "deploy" }, "the tree's own directory"},
 		{"web-02", "file:/srv/www/example.org/css/site.css", func(s resource.Spec) bool { return s.Mode == "0644" && s.Group == "web" }, "a file of the tree"},
 		{"web-02", "symlink:/srv/www/example.org/home.html", func(s resource.Spec) bool { return s.Target == "index.html" }, "a symlink of the tree"},
+		{"web-01", "file:/etc/nginx/nginx.conf", func(s resource.Spec) bool {
+			return strings.Contains(s.Content, "# web-01: rendered") && strings.Contains(s.Content, "worker_processes 4;") &&
+				strings.Contains(s.Content, "worker_connections 4096;") && strings.Contains(s.Content, "server_name web-01.prod.example.org;") &&
+				strings.Contains(s.Content, "\t\tserver 10.0.1.10:8080;\n\t\tserver 10.0.1.11:8080;\n\t}") && strings.Contains(s.Content, "listen 80;")
+		}, "nginx.conf rendered with the node section's var"},
+		{"web-02", "file:/etc/nginx/nginx.conf", func(s resource.Spec) bool {
+			return strings.Contains(s.Content, "worker_connections 1024;") && strings.Contains(s.Content, "server_name web-02.prod.example.org;")
+		}, "nginx.conf rendered with the role's var"},
+		{"db-01", "file:/etc/default/prometheus-node-exporter", func(s resource.Spec) bool {
+			return s.Content == "ARGS='--web.listen-address=192.0.2.10:9100'\n# questions to ops@example.org\n"
+		}, "the exporter's arguments rendered from the node's address and a top-level var"},
 	}
 	for _, c := range checks {
 		s, ok := byNode[c.node][c.id]
