@@ -414,6 +414,13 @@ func (rr *Renderer) Render(r Resolved) ([]Rendered, bool) {
 			rr.add(rr.explain(r, t.d, err), r.Node)
 			continue
 		}
+		if !utf8.Valid(rr.out.buf.Bytes()) {
+			// slice can cut a character in two; file content travels as
+			// text.
+			ok = false
+			rr.add(renderKey{at: t.d.at, key: t.d.key, before: fmt.Sprintf("template %s: rendered for ", t.d.tmpl.name), after: ", it is not UTF-8 text"}, r.Node)
+			continue
+		}
 		spec := r.Resources[t.pos]
 		spec.Content = rr.out.buf.String()
 		out = append(out, Rendered{Pos: t.pos, Spec: spec})

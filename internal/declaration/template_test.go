@@ -383,9 +383,10 @@ db = { host = "db1", port = 5432 }
 		{"join a table", `{{ join "," .Vars.db }}`, `template t:1: for node n1: join "," .Vars.db: error calling join: join wants a list, not a table`},
 		{"missing key of a table var", `{{ .Vars.db.user }}`, `template t:1: no var "db.user" for node n1`},
 		{"a field of a number", `{{ .Vars.zero.x }}`, `template t:1: for node n1: .Vars.zero.x: can't evaluate field x in type interface {}`},
+		{"half a character", `{{ slice .Vars.e 0 1 }}`, `template t: rendered for node n1, it is not UTF-8 text`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := mustParse(t, map[string]string{"site.toml": "[vars]\nzero = 0\ndb = { host = \"db1\" }\n" + roleHead + "[role.r.file.\"/x\"]\ntemplate = \"t\"\n", "t": tc.tmpl})
+			d := mustParse(t, map[string]string{"site.toml": "[vars]\nzero = 0\ne = \"é\"\ndb = { host = \"db1\" }\n" + roleHead + "[role.r.file.\"/x\"]\ntemplate = \"t\"\n", "t": tc.tmpl})
 			_, _, problems := d.Resolve([]Node{{Name: "n1", Facts: facts("n1"), FactsFrom: "1.5.0"}})
 			if len(problems) != 1 || !strings.HasSuffix(problems[0].String(), tc.want) {
 				t.Errorf("problems:\n%swant one ending %q", problemLines(problems), tc.want)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/muster-tool/muster/internal/brief"
 	"github.com/muster-tool/muster/internal/declaration"
 	"github.com/muster-tool/muster/internal/enrol"
 	"github.com/muster-tool/muster/internal/keys"
@@ -29,12 +30,20 @@ const (
 )
 
 // benchSource writes the declaration; salt changes one file's content, so
-// each declare has something new to commit.
-func benchSource(nodes int, perNode bool, salt int) string {
+// each declare has something new to commit. With templates, the base
+// role's first two files are rendered for each node from its name, a
+// label, a var and two facts, into content as long as the others'.
+func benchSource(nodes int, perNode, templates bool, salt int) string {
 	var b strings.Builder
 	content := strings.Repeat("x", benchContentLength)
+	b.WriteString("[vars]\nport = 8080\n\n")
 	resources := func(role string, n int) {
 		for i := range n {
+			switch {
+			case i < 2 && role == "base" && templates:
+				fmt.Fprintf(&b, "[role.%s.file.\"/etc/%s/conf-%03d\"]\ntemplate_content = \"{{ .Node }} {{ .Labels.group }} {{ .Vars.port }} {{ .Facts.hostname }} {{ .Facts.cpus }} %s %d\\n\"\nmode = \"0644\"\nowner = \"root\"\n\n", role, role, i, content[:benchContentLength-60], i)
+				continue
+			}
 			switch i % 5 {
 			case 0, 1:
 				fmt.Fprintf(&b, "[role.%s.file.\"/etc/%s/conf-%03d\"]\ncontent = \"%s %d\\n\"\nmode = \"0644\"\nowner = \"root\"\n\n", role, role, i, content, i)
@@ -65,7 +74,8 @@ func benchSource(nodes int, perNode bool, salt int) string {
 func benchNodeName(i int) string { return fmt.Sprintf("node-%05d", i) }
 
 // benchFleet enrols nodes directly in the registry, each with its own key
-// pair (declare encrypts to each node's key) and a passing briefing.
+// pair (declare encrypts to each node's key) and a passing briefing with
+// facts.
 func benchFleet(b *testing.B, f *fixture, nodes int) {
 	b.Helper()
 	for i := range nodes {
@@ -77,7 +87,11 @@ func benchFleet(b *testing.B, f *fixture, nodes int) {
 		id := &enrol.Identity{NodeID: pair.Public().Fingerprint(), Name: name, Host: pair.Public(),
 			Labels: map[string]string{"group": fmt.Sprintf("g%d", i%benchGroups)}, AdmittedAt: t0}
 		f.add(id)
-		f.briefs[id.NodeID] = passed(name)
+		br := passed(name)
+		br.Muster = "1.5.0"
+		br.Facts = &brief.Facts{Hostname: name + ".example.org", OSID: "debian", OSVersion: "12", OSCodename: "bookworm",
+			Arch: "amd64", CPUs: 4, MemoryMB: 7962, Addresses: []string{"192.0.2.10", "2001:db8::10"}}
+		f.briefs[id.NodeID] = br
 	}
 }
 
@@ -105,7 +119,7 @@ func BenchmarkDeclare(b *testing.B) {
 				b.Run(map[bool]string{false: "lists=shared", true: "lists=per-node"}[perNode], func(b *testing.B) {
 					for _, discard := range []bool{false, true} {
 						b.Run(map[bool]string{false: "spool=dir", true: "spool=discard"}[discard], func(b *testing.B) {
-							benchDeclare(b, nodes, perNode, discard)
+							benchDeclare(b, nodes, perNode, false, discard)
 						})
 					}
 				})
@@ -114,17 +128,33 @@ func BenchmarkDeclare(b *testing.B) {
 	}
 }
 
-func benchDeclare(b *testing.B, nodes int, perNode, discard bool) {
+// BenchmarkDeclareTemplates is BenchmarkDeclare's shared lists on a
+// directory spool, with every node rendering two templates
+// (templates=2), against the same declaration with those two files as
+// plain content (templates=0): what rendering costs.
+func BenchmarkDeclareTemplates(b *testing.B) {
+	for _, nodes := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
+			for _, templates := range []bool{false, true} {
+				b.Run(map[bool]string{false: "templates=0", true: "templates=2"}[templates], func(b *testing.B) {
+					benchDeclare(b, nodes, false, templates, false)
+				})
+			}
+		})
+	}
+}
+
+func benchDeclare(b *testing.B, nodes int, perNode, templates, discard bool) {
 	f := newFixture(b)
 	if discard {
 		f.m.Spool = discardDecls{f.m.Spool}
 	}
 	benchFleet(b, f, nodes)
 	o := Options{Recovery: benchRecovery(f)}
-	f.mustDeclare(benchParse(b, benchSource(nodes, perNode, 0)), o)
+	f.mustDeclare(benchParse(b, benchSource(nodes, perNode, templates, 0)), o)
 	// Two sources to alternate between, so that every declare commits a
 	// new generation.
-	srcs := [2]string{benchSource(nodes, perNode, 1), benchSource(nodes, perNode, 2)}
+	srcs := [2]string{benchSource(nodes, perNode, templates, 1), benchSource(nodes, perNode, templates, 2)}
 	b.ReportAllocs()
 	cpu0 := cpuTime()
 	i := 0

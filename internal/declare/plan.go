@@ -22,6 +22,7 @@ import (
 	"github.com/muster-tool/muster/internal/outcome"
 	"github.com/muster-tool/muster/internal/report"
 	"github.com/muster-tool/muster/internal/resource"
+	"github.com/muster-tool/muster/internal/tomlfile"
 	"github.com/muster-tool/muster/internal/workpool"
 )
 
@@ -81,7 +82,7 @@ func newPlan(ctx context.Context, reg *enrol.Registry, briefs map[string]*brief.
 		}
 	}
 	p := &plan{prune: decl.Prune(), nodes: make([]nodePlan, 0, len(active)), ineligible: []Ineligible{}, unmatched: []string{}, unsealable: []Unsealable{}}
-	b := &planner{ctx: ctx, p: p, cache: newEntryCache(), shared: map[*resource.Spec]sharedList{}}
+	b := &planner{ctx: ctx, p: p, cache: newEntryCache(), bases: newEntryCache(), shared: map[*resource.Spec]sharedList{}}
 	// Each node's resources are turned into entries as they are resolved
 	// and then dropped: with a node section of its own, each node's are a
 	// copy, and ten thousand nodes' copies at once would be most of the
@@ -141,6 +142,9 @@ type planner struct {
 	ctx   context.Context
 	p     *plan
 	cache *entryCache
+	// bases holds the entries of templated files as declared, without
+	// content: never a node's, only what a rendered entry is made from.
+	bases *entryCache
 	// Nodes with the same roles and no node section of their own share
 	// one resolved slice, and so share its entries and digest.
 	shared map[*resource.Spec]sharedList
@@ -189,7 +193,12 @@ func (b *planner) add(id *enrol.Identity, r declaration.Resolved, rendered []dec
 	if len(rendered) > 0 {
 		np.entries = slices.Clone(l.entries)
 		for _, x := range rendered {
-			e, err := b.cache.get(&x.Spec)
+			base, err := b.bases.get(&r.Resources[x.Pos])
+			if err != nil {
+				b.err = fmt.Errorf("node %s: %w", r.Node, err)
+				return
+			}
+			e, err := b.cache.rendered(&x.Spec, base)
 			if err != nil {
 				b.err = fmt.Errorf("node %s: %w", r.Node, err)
 				return
@@ -472,6 +481,39 @@ func (c *entryCache) newEntry(s *resource.Spec) (*entry, error) {
 	e.cost = report.ResourceCost(e.id, string(s.Kind), s.Path, s.Name)
 	e.digest = specDigest(&c.buf, c.json, s)
 	e.line = []byte(e.id + " " + e.digest + "\n")
+	return e, nil
+}
+
+// rendered returns the entry of s, a file rendered from a template for a
+// node, given base, the entry of the same file as declared, without
+// content. Its TOML is base's with the content added, which spares
+// encoding by reflection the one resource per node that differs: the
+// order of a table's keys means nothing in TOML.
+// TestRenderedEntryIsTheSpecs checks that it decodes as s.
+func (c *entryCache) rendered(s *resource.Spec, base *entry) (*entry, error) {
+	k := idKey{s.Kind, s.Path, s.Content}
+	for _, e := range c.byID[k] {
+		if sameSpec(&e.spec, s) {
+			return e, nil
+		}
+	}
+	// The encoder puts a blank line before every table but its first.
+	header := []byte("[[resource]]\n")
+	i := bytes.Index(base.toml, header)
+	if i < 0 {
+		return nil, fmt.Errorf("resource %s: its TOML has no [[resource]] header", base.id)
+	}
+	i += len(header)
+	e := &entry{spec: *s, id: base.id, cost: base.cost}
+	t := make([]byte, 0, len(base.toml)+len(s.Content)+len(s.Content)/8+16)
+	t = append(t, base.toml[:i]...)
+	t = append(t, "  content = "...)
+	t = tomlfile.AppendString(t, s.Content)
+	t = append(t, '\n')
+	e.toml = append(t, base.toml[i:]...)
+	e.digest = specDigest(&c.buf, c.json, s)
+	e.line = []byte(e.id + " " + e.digest + "\n")
+	c.byID[k] = append(c.byID[k], e)
 	return e, nil
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/BurntSushi/toml"
+
 	"github.com/muster-tool/muster/internal/brief"
 	"github.com/muster-tool/muster/internal/resource"
 )
@@ -185,6 +187,45 @@ func TestRenderedFilesShareWhatIsTheSame(t *testing.T) {
 	for i := range a {
 		if same := a[i] == b[i]; same != (a[i].id != "file:/etc/token") {
 			t.Errorf("%s: shared %v", a[i].id, same)
+		}
+	}
+}
+
+// A rendered file's entry is its declared entry with the content added:
+// it must decode as exactly the spec it stands for, whatever the content.
+func TestRenderedEntryIsTheSpecs(t *testing.T) {
+	c := newEntryCache()
+	base := resource.Spec{Kind: resource.File, Path: "/etc/app.conf", Mode: "0640", Owner: "root", Group: "adm", Secret: true, ReplaceSymlink: true, Order: 3}
+	// The second entry an encoder writes, as most are: it starts with a
+	// blank line.
+	bases := newEntryCache()
+	if _, err := bases.get(&resource.Spec{Kind: resource.Package, Name: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	be, err := bases.get(&base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, content := range []string{"", "plain\n", "quote \" backslash \\ tab \t cr \r nul \x00 esc \x1b del \x7f\n", "''' \"\"\" triple\n", "unicode é ü 漢字 \u2028\n", strings.Repeat("long line ", 1000)} {
+		s := base
+		s.Content = content
+		e, err := c.rendered(&s, be)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got resourceTable
+		md, err := toml.Decode(string(e.toml), &got)
+		if err != nil || len(md.Undecoded()) > 0 || len(got.Resources) != 1 {
+			t.Fatalf("content %q: %v, undecoded %v, %d resources:\n%s", content, err, md.Undecoded(), len(got.Resources), e.toml)
+		}
+		if !sameSpec(&got.Resources[0], &s) {
+			t.Errorf("content %q decodes as\n%+v\nwant\n%+v", content, got.Resources[0], s)
+		}
+		if want, _ := newEntryCache().get(&s); e.digest != want.digest || e.id != want.id || e.cost != want.cost || string(e.line) != string(want.line) {
+			t.Errorf("content %q: entry %s %s %d, want %s %s %d", content, e.id, e.digest, e.cost, want.id, want.digest, want.cost)
+		}
+		if again, _ := c.rendered(&s, be); again != e {
+			t.Errorf("content %q: a second rendering of the same is a new entry", content)
 		}
 	}
 }
