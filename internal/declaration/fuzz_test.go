@@ -21,6 +21,9 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte(fleetToml))
 	f.Add([]byte("[role.r]\nnodes = [\"*\"]\n[role.r.file]\n\"/a\" = { content = \"x\", mode = \"0644\" }\n[node.n.service.a]\nrestart_on = [\"/a\"]\n"))
+	// Templates, with vars at every level.
+	f.Add([]byte("[vars]\nv = [1, \"a\"]\n[role.r]\nnodes = [\"*\"]\nvars = { w = { x = 1 } }\n[role.r.file.\"/a\"]\ntemplate_content = \"{{ .Node }} {{ join \\\",\\\" .Vars.v }} {{ .Vars.w.x }} {{ index .Labels \\\"env\\\" | default 1 }}\"\n[node.n.vars]\nv = 2\n"))
+	f.Add([]byte("[role.r]\nnodes = [\"*\"]\n[role.r.file.\"/a\"]\ntemplate = \"motd\"\nsecret = true\n"))
 	// Nesting at the cap and past it, by arrays, inline tables and dotted
 	// keys.
 	f.Add([]byte("[role.r]\nnodes = " + strings.Repeat("[", 61) + "\"*\"" + strings.Repeat("]", 61) + "\n"))

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -282,7 +283,7 @@ func (d *Declaration) combineTemplates(c *combination, bits []byte) {
 		if bits[i/8]&(1<<(i%8)) == 0 {
 			continue
 		}
-		for _, name := range sortedVarNames(r.vars) {
+		for _, name := range slices.Sorted(maps.Keys(r.vars)) {
 			v := r.vars[name]
 			if prev := by[name]; fromRole[name] {
 				if !reflect.DeepEqual(prev.value, v.value) {
@@ -297,15 +298,6 @@ func (d *Declaration) combineTemplates(c *combination, bits []byte) {
 	for name, v := range by {
 		c.vars[name] = v.value
 	}
-}
-
-func sortedVarNames(m map[string]varDecl) []string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // ownTemplates lists, into out, the templated files of a node with a
@@ -530,23 +522,14 @@ func missingWhy(r Resolved, action string) string {
 		case r.facts == nil:
 			return fmt.Sprintf(" (its newest briefing is from muster %s)", r.factsFrom)
 		}
-		return fmt.Sprintf(" (its newest briefing has %s)", strings.Join(sortedNames(r.facts), ", "))
+		return fmt.Sprintf(" (its newest briefing has %s)", strings.Join(slices.Sorted(maps.Keys(r.facts)), ", "))
 	case strings.HasPrefix(a, ".Labels."):
 		if len(r.labels) == 0 {
 			return " (it has no labels)"
 		}
-		return fmt.Sprintf(" (its labels are %s)", strings.Join(sortedNames(r.labels), ", "))
+		return fmt.Sprintf(" (its labels are %s)", strings.Join(slices.Sorted(maps.Keys(r.labels)), ", "))
 	}
 	return ""
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
 }
 
 // cappedBuffer is where a template renders: it refuses to grow past max.
