@@ -49,7 +49,10 @@ refused before it is parsed, and a node given more resources than its
 host's report could hold is refused, naming the node.
 
 declare first admits pending join requests. It then resolves the desired
-state for every enrolled, eligible node, writes one bundle per node (signed by
+state for every enrolled, eligible node, renders its templated files from its
+name, labels, vars and the facts of its newest briefing (a key a node lacks
+is an error naming the template's line, the key and the node; every node's
+are shown and nothing is written), writes one bundle per node (signed by
 the mesh, encrypted to that node only, carrying the recovery copy of what the
 node owns), and commits generation N+1 with a single create-if-absent write.
 Nodes act only on committed generations. If another declare commits N+1 first,
