@@ -2,7 +2,8 @@
 // files kept in git and given to `muster declare`. It loads them, validates
 // them completely before anything is written (every problem, each with its
 // file:line and key), and resolves what each node must have, producing the
-// resource.Spec values that travel to hosts. It also describes the
+// resource.Spec values that travel to hosts; files declared with a template
+// are rendered for each node (template.go). It also describes the
 // difference between two resolved states for `declare --dry-run`. The
 // format is specified in man/muster-declaration.5; examples/declaration
 // holds the complete example that page shows.

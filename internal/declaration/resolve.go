@@ -44,9 +44,9 @@ type Resolved struct {
 	factsFrom    string
 }
 
-// Templated lists the positions in Resources of the files to be rendered
-// from a template for this node, in order; Renderer.Render renders them.
-func (r Resolved) Templated() []int {
+// templatedAt lists the positions in Resources of the files to be
+// rendered from a template for this node, in order.
+func (r Resolved) templatedAt() []int {
 	if len(r.templates) == 0 {
 		return nil
 	}

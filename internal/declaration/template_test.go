@@ -121,10 +121,10 @@ content = "f"
 	}
 	rr := NewRenderer()
 	_, problems := d.ResolveEach([]Node{{Name: "n1"}, {Name: "n2"}}, func(r Resolved) {
-		if got := r.Templated(); fmt.Sprint(got) != fmt.Sprint(wantPos[r.Node]) {
+		if got := r.templatedAt(); fmt.Sprint(got) != fmt.Sprint(wantPos[r.Node]) {
 			t.Errorf("%s: templated at %v, want %v", r.Node, got, wantPos[r.Node])
 		}
-		for _, pos := range r.Templated() {
+		for _, pos := range r.templatedAt() {
 			if r.Resources[pos].Content != "" {
 				t.Errorf("%s: %s is rendered already", r.Node, r.Resources[pos].ID())
 			}
