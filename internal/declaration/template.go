@@ -152,8 +152,8 @@ func (s *settings) fileTemplate(absent, other bool) *fileTemplate {
 	return s.parseTemplate("template", p, path, data)
 }
 
-// parseTemplate parses text, the template named name, caching it under
-// cacheKey: files and inline templates with the same text share it, so
+// parseTemplate parses text, the template named name, once for its
+// cacheKey (a template file's path, or an inline template's text), so
 // that two declarations of one file with one template are the same.
 func (s *settings) parseTemplate(key, cacheKey, name, text string) *fileTemplate {
 	if t, seen := s.fp.templates[cacheKey]; seen {
