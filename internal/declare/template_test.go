@@ -229,3 +229,27 @@ func TestRenderedEntryIsTheSpecs(t *testing.T) {
 		}
 	}
 }
+
+// A wave's declare renders for the nodes it holds too: what would fail
+// when the wave is promoted fails now, before the canary gets anything.
+func TestWaveRendersForHeldNodes(t *testing.T) {
+	f := newFixture(t)
+	f.enrol("web-1", map[string]string{"rack": "a"})
+	f.enrol("web-2", nil)
+	f.withFacts("web-1", "web-1.example.org")
+	f.withFacts("web-2", "web-2.example.org")
+	d := f.parse(templatedSite+"\n[rollout.wave.canary]\nnodes = [\"web-1\"]\n", map[string]string{"app.conf.tmpl": appConf})
+	w, err := d.Wave([]string{"canary"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := files(t, f.dir)
+	_, err = f.declare(d, Options{Wave: w})
+	var pe *ProblemsError
+	if !errors.As(err, &pe) || len(pe.Problems) != 1 || !strings.Contains(pe.Problems[0].Message, `no label "rack" for node web-2`) {
+		t.Fatalf("err = %v, want web-2's missing label", err)
+	}
+	if after := files(t, f.dir); !slices.Equal(before, after) {
+		t.Errorf("a refused declaration wrote:\nbefore %v\nafter  %v", before, after)
+	}
+}
