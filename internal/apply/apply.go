@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/muster-tool/muster/internal/brief"
 	"github.com/muster-tool/muster/internal/fault"
 	"github.com/muster-tool/muster/internal/generation"
 	"github.com/muster-tool/muster/internal/host"
@@ -43,8 +44,12 @@ type Options struct {
 	// if zero).
 	CheckTimeout time.Duration
 	// TuneGC lets the run set the garbage collector for a process of its
-	// own (see gc.go); only the apply command sets it.
+	// own (see gogc.go); only the apply command sets it.
 	TuneGC bool
+	// Waiting, when set, tells a run with nothing declared whether this
+	// host's join is still waiting for the mesh or was refused: such a
+	// host sends no fresh briefing (its join sent one).
+	Waiting func(ctx context.Context) bool
 }
 
 // Result says what an apply did.
@@ -53,8 +58,10 @@ type Result struct {
 	Generation uint64
 	Newest     uint64
 	Report     *report.Report
-	// Nothing: no generation is declared for this node yet.
+	// Nothing: no generation is declared for this node yet. Notes then
+	// say what the run did all the same (such as send a briefing).
 	Nothing bool
+	Notes   []string
 	// The report's lines by status.
 	outcome.Counts
 	// Where the report went.
@@ -94,8 +101,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer lk.release()
 	r := &run{o: o, state: o.Config.State}
-	if err := r.prepare(ctx); err != nil || r.res.Nothing {
+	if err := r.prepare(ctx); err != nil {
 		return r.res, err
+	}
+	if !o.DryRun && !(r.res.Nothing && o.Waiting != nil && o.Waiting(ctx)) {
+		r.rebrief(ctx)
+	}
+	if r.res.Nothing {
+		r.res.Notes = r.notes
+		if r.briefed {
+			// Nothing else will keep the state this run.
+			if err := saveState(r.state, r.key, r.st); err != nil {
+				r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("the briefing was sent, but the state could not be kept: %v", err))
+			}
+		}
+		return r.res, nil
 	}
 	gc.declared(len(r.nd.Resources))
 	if err := r.reconcile(ctx); err != nil {
@@ -128,6 +148,9 @@ type run struct {
 	commit              *generation.Commit
 	nd                  *generation.NodeDeclaration
 	notes               []string
+
+	// briefed: this run sent a briefing (rebrief), so the state changed.
+	briefed bool
 
 	// reconcile
 	up        *upgrade.Upgrade
@@ -213,6 +236,30 @@ func (r *run) prepare(ctx context.Context) error {
 		r.notes = append(r.notes, "started without state (no state.toml): a first run, or the host's state was removed; it took the newest committed generation for it")
 	}
 	return nil
+}
+
+// rebrief sends a fresh briefing when the mesh's view of this node may be
+// out of date: the gist of what the checks find (outcome, failed lines,
+// facts) differs from the last briefing this host's apply sent, or none
+// was sent yet. So a host that was ineligible and is fixed becomes eligible
+// with no trip to it, and templates see facts that changed. The spool was
+// just read, so its check asks nothing more of it. Failing to send is a
+// warning: the next run tries again.
+func (r *run) rebrief(ctx context.Context) {
+	o := r.o
+	th := o.Config.Brief.WithDefaults()
+	b := brief.Run(ctx, brief.Env{Node: o.Config.Node, Root: o.Root, State: r.state, Spool: o.Spool, SpoolReached: true,
+		MinFreeStateMB: th.MinFreeStateMB, MinFreeRootMB: th.MinFreeRootMB, Version: o.Version, Now: o.Now()})
+	gist := b.Gist()
+	if gist == r.st.Briefing {
+		return
+	}
+	if err := brief.Send(ctx, o.Spool, o.Identity, b, uint64(o.Now().UnixNano())); err != nil {
+		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("a fresh briefing could not be sent (the next run tries again): %v", err))
+		return
+	}
+	r.st.Briefing, r.briefed = gist, true
+	r.notes = append(r.notes, fmt.Sprintf("sent a fresh briefing: %s", b.Outcome()))
 }
 
 // reconcile brings the mesh's package repository up to date when a

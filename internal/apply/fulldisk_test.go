@@ -30,7 +30,7 @@ func smallDisk(t *testing.T) string {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=8m,nr_inodes=200,mode=0700"); err != nil {
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=128m,nr_inodes=200,mode=0700"); err != nil {
 		t.Fatalf("mount a tmpfs: %v", err)
 	}
 	t.Cleanup(func() {

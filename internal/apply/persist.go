@@ -114,7 +114,7 @@ func (r *run) deliver(ctx context.Context) error {
 	}
 	st, up := r.st, r.up
 	failedChanged := !slices.Equal(st.FailedVersions, up.Failed())
-	if keepErr == nil && (!r.hadState || st.Generation != r.gen || st.Run != r.commit.Run || st.Commit != r.commit.Digest || failedChanged) {
+	if keepErr == nil && (!r.hadState || r.briefed || st.Generation != r.gen || st.Run != r.commit.Run || st.Commit != r.commit.Digest || failedChanged) {
 		if st.Generation != r.gen {
 			st.AppliedAt = o.Now().UTC()
 		}

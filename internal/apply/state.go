@@ -43,6 +43,9 @@ type State struct {
 	// AppliedAt is when this host first applied Generation. Later runs
 	// of the same generation do not rewrite the file.
 	AppliedAt time.Time `toml:"applied_at"`
+	// Briefing is the gist (brief.Briefing.Gist) of the newest briefing
+	// this host sent from apply: another is sent when it changes.
+	Briefing string `toml:"briefing,omitempty"`
 	// FailedVersions are muster versions that failed here (their
 	// self-check, or to start); they are not installed again until a
 	// newer one is declared (see internal/upgrade).

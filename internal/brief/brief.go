@@ -60,7 +60,10 @@ type Env struct {
 	Root           string // "/" or a directory everything is applied in
 	State          string
 	Spool          spool.Spool
-	MeshCreated    time.Time // from the spool's mesh keys; zero if unknown
+	// SpoolReached: the caller has just read the spool (apply), so the
+	// spool line need not ask it again.
+	SpoolReached bool
+	MeshCreated  time.Time // from the spool's mesh keys; zero if unknown
 	MinFreeStateMB int64
 	MinFreeRootMB  int64
 	Version        string
@@ -131,6 +134,8 @@ func Run(ctx context.Context, e Env) *Briefing {
 	// spool
 	if e.Spool == nil {
 		add("spool", outcome.Failed, "no spool configured")
+	} else if e.SpoolReached {
+		add("spool", outcome.OK, "%s reached", e.Spool)
 	} else if _, err := e.Spool.Stat(ctx, spool.MeshKeysName); err != nil {
 		add("spool", outcome.Failed, "spool %s is not readable: %v", e.Spool, err)
 	} else if err := writable(e.Spool); err != nil {

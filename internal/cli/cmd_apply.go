@@ -116,6 +116,11 @@ func runApply(env *Env, o applyOptions, args []string) error {
 		Services:   systemd.New(root),
 		ConfigPath: env.Global.Config,
 		TuneGC:     true,
+		Waiting: func(ctx context.Context) bool {
+			tid, _ := host.ReadJoin(cfg.State)
+			st, err := enrol.ReadJoinState(ctx, sp, id, tid)
+			return err == nil && st != nil && (st.Pending || st.Refused)
+		},
 	})
 	if res != nil {
 		for _, w := range res.Warnings {
@@ -137,6 +142,9 @@ func runApply(env *Env, o applyOptions, args []string) error {
 		fmt.Fprintf(env.Stdio.Err, "muster: sent %d earlier report(s) from the outbox\n", res.Flushed)
 	}
 	if res.Nothing {
+		for _, n := range res.Notes {
+			fmt.Fprintf(env.Stdio.Out, "note: %s\n", n)
+		}
 		return printNothing(ctx, env, sp, cfg.State, id, res.Newest)
 	}
 	err = printApply(env, res, o.DryRun)

@@ -211,22 +211,12 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 var generateKeys = keys.Generate
 
 // SendBriefing runs the checks and writes the briefing, signed by the host
-// and encrypted to the mesh, to the spool.
+// and sealed to the mesh.
 func SendBriefing(ctx context.Context, sp spool.Spool, id *host.Identity, env brief.Env) (*brief.Briefing, error) {
 	env.Spool = sp
 	b := brief.Run(ctx, env)
-	rcpt, err := id.Mesh.Recipient()
-	if err != nil {
+	if err := brief.Send(ctx, sp, id, b, uint64(env.Now.UnixNano())); err != nil {
 		return nil, err
-	}
-	nodeID := id.NodeID()
-	seq := uint64(env.Now.UnixNano())
-	data, err := bundle.SealTOML(b, BriefCtx(nodeID, seq), id.Pair.Sign, rcpt)
-	if err != nil {
-		return nil, err
-	}
-	if err := sp.Put(ctx, spool.BriefName(nodeID, seq), data); err != nil {
-		return nil, fmt.Errorf("send briefing: %w", err)
 	}
 	return b, nil
 }

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/muster-tool/muster/internal/brief"
 	"github.com/muster-tool/muster/internal/edsig"
 	"github.com/muster-tool/muster/internal/host"
 
@@ -111,9 +112,7 @@ func refusedCtx(tokenID, hostFP string) bundle.Context {
 }
 
 // BriefCtx is the bundle context of a briefing.
-func BriefCtx(nodeID string, seq uint64) bundle.Context {
-	return bundle.Context{Kind: "briefing", Node: nodeID, Name: spool.BriefName(nodeID, seq)}
-}
+func BriefCtx(nodeID string, seq uint64) bundle.Context { return brief.Ctx(nodeID, seq) }
 
 // proofMessage is what the token's proof key signs: the token, the name and
 // the host keys, so a proof cannot be moved to another request.
