@@ -56,14 +56,14 @@ func (b *Briefing) Check() error {
 
 // Env is what the checks look at.
 type Env struct {
-	Node           string
-	Root           string // "/" or a directory everything is applied in
-	State          string
-	Spool          spool.Spool
+	Node  string
+	Root  string // "/" or a directory everything is applied in
+	State string
+	Spool spool.Spool
 	// SpoolReached: the caller has just read the spool (apply), so the
 	// spool line need not ask it again.
-	SpoolReached bool
-	MeshCreated  time.Time // from the spool's mesh keys; zero if unknown
+	SpoolReached   bool
+	MeshCreated    time.Time // from the spool's mesh keys; zero if unknown
 	MinFreeStateMB int64
 	MinFreeRootMB  int64
 	Version        string
