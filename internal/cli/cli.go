@@ -93,6 +93,10 @@ func Main(ctx context.Context, args []string, stdio Stdio) int {
 		Config: DefaultConfig,
 		State:  DefaultState,
 	}
+	if !utf8Locale(os.Getenv) {
+		stdio.Out = &asciiWriter{w: stdio.Out}
+		stdio.Err = &asciiWriter{w: stdio.Err}
+	}
 	env := &Env{Ctx: ctx, Stdio: stdio, Global: g, Now: time.Now}
 	err := run(env, args)
 	return finish(stdio.Err, stoppedBySignal(ctx, err))

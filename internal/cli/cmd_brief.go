@@ -121,7 +121,7 @@ func printBriefing(w io.Writer, b *brief.Briefing, f format) error {
 	case jsonFormat:
 		return writeJSON(w, briefingJSON{b, eligibilityWord(b)})
 	case tomlFormat:
-		return toml.NewEncoder(w).Encode(b)
+		return toml.NewEncoder(raw(w)).Encode(b)
 	}
 	fmt.Fprintf(w, "briefing of %s at %s: %s\n", b.Node, b.Time.UTC().Format("2006-01-02 15:04:05 UTC"), eligibilityWord(b))
 	for _, l := range b.Lines {
@@ -286,12 +286,12 @@ func printBriefList(w io.Writer, rows []briefListRow, f format) error {
 		var t [][]string
 		for _, r := range rows {
 			out := r.Outcome
-			for _, l := range r.FailedLines {
-				out += "\n" + l.ID + ": " + l.Detail
+			if len(r.FailedLines) > 0 {
+				out += ": " + linesText(r.FailedLines, "; ")
 			}
 			t = append(t, []string{r.Name, shortID(r.NodeID), r.Time, out})
 		}
-		return renderTable(w, []string{"NODE", "IDENTITY", "BRIEFED", "OUTCOME"}, t)
+		return writeTable(w, []column{{title: "NODE"}, {title: "IDENTITY"}, {title: "BRIEFED"}, {title: "OUTCOME", shorten: true}}, t)
 	}
 	for _, r := range rows {
 		fmt.Fprintf(w, "%s %s\n", r.Name, r.Outcome)

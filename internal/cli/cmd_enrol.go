@@ -430,7 +430,7 @@ func printTokens(w io.Writer, tokens []listToken, table bool) error {
 		for _, t := range tokens {
 			rows = append(rows, []string{shortID(t.TokenID), t.Name, kind(t), t.IssuedAt.UTC().Format("2006-01-02 15:04"), t.Expires.UTC().Format("2006-01-02 15:04")})
 		}
-		return renderTable(w, []string{"UNUSED TOKEN", "NODE", "KIND", "ISSUED (UTC)", "VALID UNTIL (UTC)"}, rows)
+		return writeTable(w, []column{{title: "UNUSED TOKEN"}, {title: "NODE"}, {title: "KIND"}, {title: "ISSUED (UTC)"}, {title: "VALID UNTIL (UTC)"}}, rows)
 	}
 	for _, t := range tokens {
 		fmt.Fprintf(w, "token %s for %s not used yet: %s, issued %s, valid until %s\n", t.TokenID, t.Name, kind(t),
@@ -449,16 +449,13 @@ func printNodes(w io.Writer, nodes []listNode, table bool) error {
 				enrolled = n.EnrolledAt.UTC().Format("2006-01-02")
 			}
 			status := n.Eligibility
-			for _, l := range n.FailedLines {
-				status += "\n" + l.ID + ": " + l.Detail
+			if len(n.FailedLines) > 0 {
+				status += ": " + linesText(n.FailedLines, "; ")
 			}
-			var rev []string
-			for _, r := range n.Revoked {
-				rev = append(rev, shortID(r.NodeID)+"\n"+r.RevokedAt.UTC().Format("2006-01-02"))
-			}
-			rows = append(rows, []string{n.Name, shortID(n.NodeID), enrolled, strings.ReplaceAll(labelsString(n.Labels), ",", "\n"), strings.Join(rev, "\n"), status})
+			rows = append(rows, []string{n.Name, shortID(n.NodeID), enrolled, labelsString(n.Labels), revokedText(n.Revoked), status})
 		}
-		return renderTable(w, []string{"NODE", "IDENTITY", "ENROLLED", "LABELS", "REVOKED", "ELIGIBILITY"}, rows)
+		return writeTable(w, []column{{title: "NODE"}, {title: "IDENTITY"}, {title: "ENROLLED"}, {title: "LABELS", shorten: true},
+			{title: "REVOKED"}, {title: "ELIGIBILITY", shorten: true}}, rows)
 	}
 	if len(nodes) == 0 {
 		fmt.Fprintln(w, "no nodes enrolled")
@@ -478,6 +475,25 @@ func printNodes(w io.Writer, nodes []listNode, table bool) error {
 		}
 	}
 	return nil
+}
+
+// revokedText sums up a node's revoked identities in one short cell: the
+// date of the newest revocation, and how many there were before it.
+func revokedText(rev []listRevoked) string {
+	if len(rev) == 0 {
+		return ""
+	}
+	newest := rev[0].RevokedAt
+	for _, r := range rev {
+		if r.RevokedAt.After(newest) {
+			newest = r.RevokedAt
+		}
+	}
+	s := newest.UTC().Format("2006-01-02")
+	if len(rev) > 1 {
+		s += fmt.Sprintf(" (+%d)", len(rev)-1)
+	}
+	return s
 }
 
 func shortID(id string) string {

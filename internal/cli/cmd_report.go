@@ -161,7 +161,7 @@ func runReport(env *Env, o reportOptions, args []string) error {
 		return err
 	}
 	warnObjects(env, v, o.All)
-	if err := printReport(env.Stdio.Out, f, o, v, hist, env.Now()); err != nil {
+	if err := printReport(env.Stdio.Out, f, o, len(args) > 0, v, hist, env.Now()); err != nil {
 		return err
 	}
 	return failOnStatus(v.Totals, o.FailOn)
@@ -195,21 +195,20 @@ func checkReportFlags(env *Env, o *reportOptions) (format, error) {
 }
 
 // printReport prints the view, or with --history the history, in format
-// f.
-func printReport(w io.Writer, f format, o reportOptions, v *fleet.View, hist []fleet.HistoryEntry, now time.Time) error {
+// f. named says the nodes were named on the command line: they are all
+// listed, their details whole.
+func printReport(w io.Writer, f format, o reportOptions, named bool, v *fleet.View, hist []fleet.HistoryEntry, now time.Time) error {
 	switch {
 	case o.History && f == jsonFormat:
-		return fleet.WriteHistoryJSON(w, hist)
-	case o.History && f == tableFormat:
-		return historyTable(w, hist, now)
+		return fleet.WriteHistoryJSON(raw(w), hist)
 	case o.History:
-		historySummary(w, hist, now)
+		return historyTable(w, hist, now)
 	case f == jsonFormat:
-		return fleet.WriteJSON(w, v, o.All)
+		return fleet.WriteJSON(raw(w), v, o.All)
 	case f == tableFormat:
-		return reportTable(w, v, o.All, now)
+		return reportTable(w, v, o.All, named, now)
 	default:
-		reportSummary(w, v, o.All, now)
+		reportSummary(w, v, o.All, named, now)
 	}
 	return nil
 }
@@ -375,13 +374,13 @@ func linesText(ls []outcome.Line, sep string) string {
 	return strings.Join(out, sep)
 }
 
-func reportSummary(w io.Writer, v *fleet.View, all bool, now time.Time) {
+func reportSummary(w io.Writer, v *fleet.View, all, named bool, now time.Time) {
 	fmt.Fprintln(w, totalsLine(v, now))
 	var shown []*fleet.NodeStatus
 	sw, nw := 0, 0
 	for i := range v.Nodes {
 		n := &v.Nodes[i]
-		if n.Status == fleet.Applied && !all {
+		if n.Status == fleet.Applied && !all && !named {
 			continue
 		}
 		shown = append(shown, n)
@@ -407,23 +406,21 @@ func reportSummary(w io.Writer, v *fleet.View, all bool, now time.Time) {
 	}
 }
 
-// The table's columns are sized here, so that with tablewriter's borders
-// and padding (3 columns of it per column, plus 1) it fits in 80 columns.
-
-func reportTable(w io.Writer, v *fleet.View, all bool, now time.Time) error {
+// reportTable shows every node of the view on one line, fitted to the
+// terminal: the detail is shortened in the middle where it must be. whole
+// (report NODE...) shows every detail whole instead, each failed line on
+// a line of its own.
+func reportTable(w io.Writer, v *fleet.View, all, whole bool, now time.Time) error {
 	fmt.Fprintln(w, totalsLine(v, now))
-	nameW, statusW := len("NODE"), len("STATUS")
-	for _, n := range v.Nodes {
-		nameW, statusW = max(nameW, len(n.Name)), max(statusW, len(n.Status))
-	}
-	const contactW = len("2006-01-02 15:04 UTC")
-	detailW := max(tableWidth-1-3*4-nameW-statusW-contactW, 20)
 	var rows [][]string
 	for i := range v.Nodes {
 		n := &v.Nodes[i]
 		contact := ""
 		if n.Status != fleet.Decommissioned {
-			contact = strings.Replace(when(n.LastContact, now), " (", "\n(", 1)
+			contact = ago(now.Sub(n.LastContact))
+			if n.LastContact.IsZero() {
+				contact = "never"
+			}
 		}
 		var det []string
 		switch n.Status {
@@ -441,23 +438,32 @@ func reportTable(w io.Writer, v *fleet.View, all bool, now time.Time) error {
 		if n.Note != "" {
 			det = append(det, n.Note)
 		}
-		for k := range det {
-			det[k] = wrap(det[k], detailW)
+		if !whole {
+			rows = append(rows, []string{n.Name, string(n.Status), contact, strings.Join(det, "; ")})
+			continue
 		}
-		rows = append(rows, []string{n.Name, string(n.Status), contact, strings.Join(det, "\n")})
+		first := ""
+		if len(det) > 0 {
+			first = det[0]
+		}
+		rows = append(rows, []string{n.Name, string(n.Status), contact, first})
+		for _, d := range det[min(1, len(det)):] {
+			rows = append(rows, []string{"", "", "", d})
+		}
 	}
-	if err := fittedTable(w, []string{"NODE", "STATUS", "LAST CONTACT", "DETAIL"}, rows); err != nil {
+	cols := []column{{title: "NODE"}, {title: "STATUS"}, {title: "LAST CONTACT"}, {title: "DETAIL", shorten: !whole}}
+	if err := writeTable(w, cols, rows); err != nil {
 		return err
 	}
 	if !all || len(v.Refused)+len(v.Flagged) == 0 {
 		return nil
 	}
-	// Object names are long: one row per report, the reason below.
+	fmt.Fprintln(w)
 	rows = nil
 	for _, o := range append(append([]fleet.Object(nil), v.Refused...), v.Flagged...) {
-		rows = append(rows, []string{wrap(o.Name, tableWidth-4) + "\n" + wrap(o.Node+" "+o.Kind+": "+o.Reason, tableWidth-4)})
+		rows = append(rows, []string{o.Name, o.Node, o.Kind + ": " + o.Reason})
 	}
-	return fittedTable(w, []string{"REFUSED AND FLAGGED REPORTS"}, rows)
+	return writeTable(w, []column{{title: "REFUSED OR FLAGGED REPORT", shorten: true}, {title: "NODE"}, {title: "WHY", shorten: true}}, rows)
 }
 
 // staged reports whether some generation of the history was declared for
@@ -471,43 +477,27 @@ func staged(h []fleet.HistoryEntry) bool {
 	return false
 }
 
-func historySummary(w io.Writer, h []fleet.HistoryEntry, now time.Time) {
+// historyTable shows every generation on one line, fitted to the
+// terminal: it is report --history with or without --table. A staged
+// rollout adds how many nodes each generation held and its wave.
+func historyTable(w io.Writer, h []fleet.HistoryEntry, now time.Time) error {
 	waves := staged(h)
-	head := fmt.Sprintf("%-10s  %-30s  %7s  %6s  %11s", "generation", "declared", "applied", "failed", "outstanding")
-	if waves {
-		head += fmt.Sprintf("  %4s  %s", "held", "wave")
-	}
-	fmt.Fprintln(w, head)
+	var rows [][]string
 	for _, e := range h {
-		line := fmt.Sprintf("%-10d  %-30s  %7d  %6d  %11d", e.Generation, when(e.DeclaredAt, now), e.Totals.Applied, e.Totals.Failed, e.Totals.Outstanding)
+		row := []string{fmt.Sprint(e.Generation), e.DeclaredAt.UTC().Format("2006-01-02 15:04"),
+			fmt.Sprint(e.Totals.Applied), fmt.Sprint(e.Totals.Failed), fmt.Sprint(e.Totals.Outstanding)}
 		if waves {
 			wave := e.Wave
 			if wave == "" {
 				wave = "(all)"
 			}
-			line += fmt.Sprintf("  %4d  %s", e.Totals.Held, wave)
-		}
-		fmt.Fprintln(w, line)
-	}
-}
-
-func historyTable(w io.Writer, h []fleet.HistoryEntry, now time.Time) error {
-	waves := staged(h)
-	var rows [][]string
-	for _, e := range h {
-		declared := strings.Replace(when(e.DeclaredAt, now), " (", "\n(", 1)
-		if e.Wave != "" {
-			declared += "\n" + wrap("for wave "+e.Wave, len("2006-01-02 15:04 UTC"))
-		}
-		row := []string{fmt.Sprint(e.Generation), declared, fmt.Sprint(e.Totals.Applied), fmt.Sprint(e.Totals.Failed), fmt.Sprint(e.Totals.Outstanding)}
-		if waves {
-			row = append(row, fmt.Sprint(e.Totals.Held))
+			row = append(row, fmt.Sprint(e.Totals.Held), wave)
 		}
 		rows = append(rows, row)
 	}
-	header := []string{"GENERATION", "DECLARED", "APPLIED", "FAILED", "OUTSTANDING"}
+	cols := []column{{title: "GENERATION"}, {title: "DECLARED (UTC)"}, {title: "APPLIED"}, {title: "FAILED"}, {title: "OUTSTANDING"}}
 	if waves {
-		header = append(header, "HELD")
+		cols = append(cols, column{title: "HELD"}, column{title: "WAVE", shorten: true})
 	}
-	return fittedTable(w, header, rows)
+	return writeTable(w, cols, rows)
 }

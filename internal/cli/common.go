@@ -91,7 +91,7 @@ func replacesNote(old string) string {
 
 // isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := raw(w).(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
@@ -109,6 +109,7 @@ func when(t, now time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04 UTC") + " (" + ago(now.Sub(t)) + ")"
 }
 
+// ago is how long ago d was, in one short phrase: "3 d ago".
 func ago(d time.Duration) string {
 	switch {
 	case d < 0:
@@ -116,11 +117,11 @@ func ago(d time.Duration) string {
 	case d < time.Minute:
 		return "just now"
 	case d < time.Hour:
-		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+		return fmt.Sprintf("%d min ago", int(d.Minutes()))
 	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh ago", int(d.Hours()))
+		return fmt.Sprintf("%d h ago", int(d.Hours()))
 	}
-	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+	return fmt.Sprintf("%d d ago", int(d.Hours()/24))
 }
 
 // labelsString renders labels as k=v,k=v in key order.

@@ -17,7 +17,7 @@ func TestOnlyCLIKnowsTheTerminal(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	const mod = "github.com/muster-tool/muster"
-	terminal := []string{"github.com/spf13/pflag", "github.com/olekukonko/tablewriter", "golang.org/x/term", "github.com/schollz/progressbar/v3"}
+	terminal := []string{"github.com/spf13/pflag", "golang.org/x/term", "github.com/schollz/progressbar/v3"}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
 		pkg := fields[0]

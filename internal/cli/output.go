@@ -3,9 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"io"
-	"strings"
 
-	"github.com/olekukonko/tablewriter"
 	"github.com/spf13/pflag"
 
 	"github.com/muster-tool/muster/internal/fault"
@@ -30,7 +28,7 @@ type formatFlag struct {
 
 // The switches most commands that print a result offer.
 var (
-	tableFlag = formatFlag{tableFormat, "a table for people"}
+	tableFlag = formatFlag{tableFormat, "a table for people, one line per node, as wide as the terminal"}
 	jsonFlag  = formatFlag{jsonFormat, "versioned JSON for machines"}
 )
 
@@ -68,102 +66,9 @@ func (o output) chosen() (format, error) {
 	return chosen, nil
 }
 
-// writeJSON writes v as indented JSON.
+// writeJSON writes v as indented JSON, as it is whatever the locale.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(raw(w))
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// tableWidth is the width of every --table: readable in 80 columns.
-const tableWidth = 80
-
-// renderTable draws a table for people, in tableWidth columns: the last
-// column, where the long text goes, is wrapped to what the others leave.
-func renderTable(w io.Writer, header []string, rows [][]string) error {
-	widths := make([]int, len(header))
-	for i, h := range header {
-		widths[i] = len(h)
-	}
-	for _, r := range rows {
-		for i, c := range r[:len(r)-1] {
-			for _, l := range strings.Split(c, "\n") {
-				widths[i] = max(widths[i], len(l))
-			}
-		}
-	}
-	last := tableWidth - 1 - 3*len(header)
-	for _, wd := range widths[:len(widths)-1] {
-		last -= wd
-	}
-	last = max(last, 10)
-	fitted := make([][]string, len(rows))
-	for i, r := range rows {
-		fitted[i] = append([]string(nil), r...)
-		var parts []string
-		for _, l := range strings.Split(r[len(r)-1], "\n") {
-			parts = append(parts, wrap(l, last))
-		}
-		fitted[i][len(r)-1] = strings.Join(parts, "\n")
-	}
-	return fittedTable(w, header, fitted)
-}
-
-// fittedTable draws a table whose cells were already wrapped to fit
-// tableWidth: tablewriter is told not to wrap them again.
-func fittedTable(w io.Writer, header []string, rows [][]string) error {
-	ew := &firstError{w: w}
-	t := tablewriter.NewWriter(ew)
-	t.SetHeader(header)
-	t.SetAutoFormatHeaders(false)
-	t.SetAutoWrapText(false)
-	t.SetHeaderAlignment(tablewriter.ALIGN_LEFT)
-	t.SetAlignment(tablewriter.ALIGN_LEFT)
-	t.SetRowLine(true)
-	t.AppendBulk(rows)
-	t.Render()
-	return ew.err
-}
-
-// firstError keeps the first error of the writes through it, for a writer
-// (the table's) that drops them.
-type firstError struct {
-	w   io.Writer
-	err error
-}
-
-func (f *firstError) Write(p []byte) (int, error) {
-	if f.err != nil {
-		return 0, f.err
-	}
-	n, err := f.w.Write(p)
-	f.err = err
-	return n, err
-}
-
-// wrap breaks s into lines of at most width characters, at spaces where
-// it can and inside words (long paths) where it must.
-func wrap(s string, width int) string {
-	var lines []string
-	line := ""
-	for _, word := range strings.Fields(s) {
-		for len(word) > width {
-			if line != "" {
-				lines, line = append(lines, line), ""
-			}
-			lines, word = append(lines, word[:width]), word[width:]
-		}
-		switch {
-		case line == "":
-			line = word
-		case len(line)+1+len(word) <= width:
-			line += " " + word
-		default:
-			lines, line = append(lines, line), word
-		}
-	}
-	if line != "" {
-		lines = append(lines, line)
-	}
-	return strings.Join(lines, "\n")
 }
