@@ -24,19 +24,21 @@ type applyOptions struct {
 	DryRun    bool
 	Timeout   time.Duration
 	SelfCheck bool
+	Output    output
 }
 
 func (o *applyOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.DryRun, "dry-run", false, "show what would change; change nothing and write no report")
 	fs.DurationVar(&o.Timeout, "timeout", 30*time.Minute, "give up after this long")
 	fs.BoolVar(&o.SelfCheck, "self-check", false, "check that this muster can work here and change nothing (run by the muster that installed it)")
+	o.Output.addFlags(fs, formatFlag{jsonFormat, "print the lines, the counts and the generation as versioned JSON, for cron wrappers and monitoring"})
 }
 
 func cmdApply() *Command {
 	var o applyOptions
 	return &Command{
 		Name:  "apply",
-		Usage: "muster apply [--dry-run] [--timeout DURATION] [--config FILE] [--state DIR] [--spool SPOOL] [--root DIR]\nmuster apply --self-check",
+		Usage: "muster apply [--dry-run] [--json] [--timeout DURATION] [--config FILE] [--state DIR] [--spool SPOOL] [--root DIR]\nmuster apply --self-check",
 		Short: "reconcile this host with its newest declaration, verify, report (host)",
 		Long: `Fetch this node's newest committed declaration, verify the mesh's signature
 against the key pinned at enrolment, decrypt it, reconcile every resource
@@ -60,7 +62,9 @@ generation and the entry. A report that cannot be written to the spool waits in 
 directory's outbox (status 4) and is sent first by the next run.
 
 Made for a systemd timer or cron: non-interactive, one summary line when
-nothing changed, bounded by --timeout. A second apply while one runs exits at
+nothing changed, bounded by --timeout. --json prints one versioned document
+instead (see muster-apply(1)): the generation, the counts and every line,
+for a wrapper or a monitoring job; the exit status is the same. A second apply while one runs exits at
 once with status 4. Reads the host config (default /etc/muster/muster.toml)
 and the state directory it names; --dry-run writes nothing at all.
 
@@ -72,6 +76,8 @@ if not, the line fails with the reason and the previous version is reinstalled
 at once. See muster-upgrade(7).`,
 		Examples: `muster apply
 muster apply --dry-run
+# from a cron wrapper: the failed lines
+muster apply --json | jq -r '.lines[] | select(.status == "failed") | "\(.id): \(.detail)"'
 # build an image: apply everything inside a directory tree
 muster apply --root /srv/images/web --config /srv/images/web.toml`,
 		Global:     []string{"spool", "config", "state", "root"},
@@ -87,6 +93,10 @@ muster apply --root /srv/images/web --config /srv/images/web.toml`,
 // could.
 func runApply(env *Env, o applyOptions, args []string) error {
 	if err := needArgs(args, 0, 0, ""); err != nil {
+		return err
+	}
+	f, err := o.Output.chosen()
+	if err != nil {
 		return err
 	}
 	cfg, id, err := openHost(env)
@@ -129,7 +139,13 @@ func runApply(env *Env, o applyOptions, args []string) error {
 		if err != nil && res.Report != nil {
 			// The work was done: say what changed, even though the
 			// report could not be kept.
-			printLines(env.Stdio.Out, res.Report.Lines)
+			if f == jsonFormat {
+				if err := writeJSON(env.Stdio.Out, applyDocument(cfg.Node, res, o.DryRun, "")); err != nil {
+					return err
+				}
+			} else {
+				printLines(env.Stdio.Out, res.Report.Lines)
+			}
 		}
 	}
 	if err != nil {
@@ -142,12 +158,16 @@ func runApply(env *Env, o applyOptions, args []string) error {
 		fmt.Fprintf(env.Stdio.Err, "muster: sent %d earlier report(s) from the outbox\n", res.Flushed)
 	}
 	if res.Nothing {
-		for _, n := range res.Notes {
-			fmt.Fprintf(env.Stdio.Out, "note: %s\n", n)
-		}
-		return printNothing(ctx, env, sp, cfg.State, id, res.Newest)
+		return printNothing(ctx, env, f, sp, cfg.State, id, res)
 	}
-	err = printApply(env, res, o.DryRun)
+	if f == jsonFormat {
+		err = writeJSON(env.Stdio.Out, applyDocument(cfg.Node, res, o.DryRun, ""))
+	} else {
+		printApply(env.Stdio.Out, res, o.DryRun)
+	}
+	if err == nil {
+		err = applyStatus(env, res, o.DryRun)
+	}
 	if stopped := interrupted(ctx, o.Timeout); stopped != "" && res.Failed > 0 {
 		// What was not done is reported as failed; the next run does
 		// it.
@@ -173,7 +193,8 @@ func runSelfCheck(env *Env, o applyOptions, cfg *host.Config, id *host.Identity)
 // wait to be admitted, or have been refused, which the operator of the
 // host must hear of (with the refusal status) rather than read as a host
 // with nothing to do.
-func printNothing(ctx context.Context, env *Env, sp spool.Spool, state string, id *host.Identity, newest uint64) error {
+func printNothing(ctx context.Context, env *Env, f format, sp spool.Spool, state string, id *host.Identity, res *apply.Result) error {
+	newest := res.Newest
 	tid, err := host.ReadJoin(state)
 	if err != nil {
 		// Only this message depends on it.
@@ -183,16 +204,76 @@ func printNothing(ctx context.Context, env *Env, sp spool.Spool, state string, i
 	if err != nil {
 		return err
 	}
-	switch {
-	case st != nil && st.Refused:
+	if st != nil && st.Refused {
 		return fault.WithHint(fault.Refusedf("%s", st),
 			"ask the operator for a new token, then run: muster enrol join --force")
-	case st != nil && st.Pending:
-		fmt.Fprintf(env.Stdio.Out, "nothing declared for this node yet: %s (newest generation %d)\n", st, newest)
-	default:
-		fmt.Fprintf(env.Stdio.Out, "nothing declared for this node yet (newest generation %d)\n", newest)
 	}
+	note := "nothing declared for this node yet"
+	if st != nil && st.Pending {
+		note += ": " + st.String()
+	}
+	if f == jsonFormat {
+		return writeJSON(env.Stdio.Out, applyDocument(id.Node, res, false, note))
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(env.Stdio.Out, "note: %s\n", n)
+	}
+	fmt.Fprintf(env.Stdio.Out, "%s (newest generation %d)\n", note, newest)
 	return nil
+}
+
+// applyJSONVersion is the version of apply --json's document, documented
+// in muster-apply(1).
+const applyJSONVersion = 1
+
+// applyJSON is the document of apply --json.
+type applyJSON struct {
+	Version int    `json:"version"`
+	Node    string `json:"node"`
+	// Generation is the generation applied; null when nothing is
+	// declared for this node yet.
+	Generation *uint64 `json:"generation"`
+	Newest     uint64  `json:"newest_generation"`
+	DryRun     bool    `json:"dry_run"`
+	// Outcome is computed from the lines: passed or failed; "" when
+	// nothing was applied.
+	Outcome string          `json:"outcome"`
+	Counts  applyCountsJSON `json:"counts"`
+	// Lines are every line of the report, ok ones included.
+	Lines []outcome.Line `json:"lines"`
+	Notes []string       `json:"notes"`
+	// Sent: the report reached the spool; false in a dry run, and when
+	// it waits in the outbox (exit status 4).
+	Sent    bool `json:"sent"`
+	Flushed int  `json:"flushed"` // earlier reports sent from the outbox
+	Restart bool `json:"restart"` // exit status 7: a new muster runs next
+}
+
+type applyCountsJSON struct {
+	Changed   int `json:"changed"`
+	Removed   int `json:"removed"`
+	Unchanged int `json:"unchanged"`
+	Failed    int `json:"failed"`
+}
+
+// applyDocument is the document of apply --json for res; note, when
+// given, says why nothing was applied.
+func applyDocument(node string, res *apply.Result, dryRun bool, note string) applyJSON {
+	doc := applyJSON{Version: applyJSONVersion, Node: node, Newest: res.Newest, DryRun: dryRun,
+		Counts: applyCountsJSON{res.Changed, res.Removed, res.Unchanged, res.Failed},
+		Sent:   res.Sent && !dryRun, Flushed: res.Flushed, Restart: res.Restart}
+	doc.Notes = append(doc.Notes, res.Notes...)
+	if note != "" {
+		doc.Notes = append(doc.Notes, note)
+	}
+	if rep := res.Report; rep != nil {
+		g := res.Generation
+		doc.Generation = &g
+		doc.Outcome = string(rep.Outcome())
+		doc.Lines = rep.Lines
+		doc.Notes = append(doc.Notes, rep.Notes...)
+	}
+	return doc
 }
 
 // interrupted says why a run was cut short, or "" if it was not.
@@ -206,8 +287,8 @@ func interrupted(ctx context.Context, timeout time.Duration) string {
 	return ""
 }
 
-func printApply(env *Env, res *apply.Result, dryRun bool) error {
-	w := env.Stdio.Out
+// printApply says what the run did, for people.
+func printApply(w io.Writer, res *apply.Result, dryRun bool) {
 	rep := res.Report
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
@@ -223,6 +304,12 @@ func printApply(env *Env, res *apply.Result, dryRun bool) error {
 	default:
 		fmt.Fprintf(w, "generation %d applied: %d changed, %d removed, %d unchanged, %d failed\n", res.Generation, res.Changed, res.Removed, res.Unchanged, res.Failed)
 	}
+}
+
+// applyStatus warns of what the run could not do and returns its exit
+// status.
+func applyStatus(env *Env, res *apply.Result, dryRun bool) error {
+	rep := res.Report
 	if !dryRun && !res.Sent {
 		env.Warnf("report kept in the outbox, the next apply sends it: %v", res.SendError)
 	}

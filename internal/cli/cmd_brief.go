@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 	"github.com/spf13/pflag"
@@ -259,7 +260,8 @@ func runBriefList(env *Env, o briefListOptions, args []string) error {
 		r := briefListRow{Name: id.Name, NodeID: id.NodeID}
 		r.Outcome, r.FailedLines = eligibility(b)
 		if b != nil {
-			r.Time = b.Time.UTC().Format("2006-01-02T15:04:05Z")
+			at := b.Time.UTC().Truncate(time.Second)
+			r.Time = &at
 		}
 		rows = append(rows, r)
 	}
@@ -270,18 +272,24 @@ func runBriefList(env *Env, o briefListOptions, args []string) error {
 type briefListRow struct {
 	Name        string         `json:"name"`
 	NodeID      string         `json:"node_id"`
-	Time        string         `json:"time,omitempty"`
+	Time        *time.Time     `json:"time"` // null: no briefing yet
 	Outcome     string         `json:"outcome"`
-	FailedLines []outcome.Line `json:"failed_lines,omitempty"`
+	FailedLines []outcome.Line `json:"failed_lines"`
+}
+
+// briefListJSONVersion is the version of `brief list --json`.
+const briefListJSONVersion = 1
+
+// briefListJSON is the document of `brief list --json`.
+type briefListJSON struct {
+	Version   int            `json:"version"`
+	Briefings []briefListRow `json:"briefings"`
 }
 
 func printBriefList(w io.Writer, rows []briefListRow, f format) error {
 	switch f {
 	case jsonFormat:
-		if rows == nil {
-			rows = []briefListRow{}
-		}
-		return writeJSON(w, map[string]any{"version": 1, "briefings": rows})
+		return writeJSON(w, briefListJSON{briefListJSONVersion, rows})
 	case tableFormat:
 		var t [][]string
 		for _, r := range rows {
@@ -289,9 +297,13 @@ func printBriefList(w io.Writer, rows []briefListRow, f format) error {
 			if len(r.FailedLines) > 0 {
 				out += ": " + linesText(r.FailedLines, "; ")
 			}
-			t = append(t, []string{r.Name, shortID(r.NodeID), r.Time, out})
+			briefed := ""
+			if r.Time != nil {
+				briefed = r.Time.Format("2006-01-02 15:04")
+			}
+			t = append(t, []string{r.Name, shortID(r.NodeID), briefed, out})
 		}
-		return writeTable(w, []column{{title: "NODE"}, {title: "IDENTITY"}, {title: "BRIEFED"}, {title: "OUTCOME", shorten: true}}, t)
+		return writeTable(w, []column{{title: "NODE"}, {title: "IDENTITY"}, {title: "BRIEFED (UTC)"}, {title: "OUTCOME", shorten: true}}, t)
 	}
 	for _, r := range rows {
 		fmt.Fprintf(w, "%s %s\n", r.Name, r.Outcome)

@@ -130,7 +130,13 @@ func runDeclare(env *Env, o declareOptions, args []string) error {
 		}
 		valid = d
 	}
-	decl, err := parseDeclaration(env, args)
+	decl, problems, err := parseDeclaration(env, args)
+	refused := err != nil && problems != nil
+	if f == jsonFormat && (o.Check && err == nil || refused) {
+		if err := writeJSON(env.Stdio.Out, checkDocument(args, problems)); err != nil {
+			return err
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -139,10 +145,9 @@ func runDeclare(env *Env, o declareOptions, args []string) error {
 		return err
 	}
 	if o.Check {
-		if f == jsonFormat {
-			return writeJSON(env.Stdio.Out, map[string]any{"version": 1, "valid": true, "files": args})
+		if f != jsonFormat {
+			fmt.Fprintf(env.Stdio.Out, "declaration valid: %s\n", strings.Join(args, " "))
 		}
-		fmt.Fprintf(env.Stdio.Out, "declaration valid: %s\n", strings.Join(args, " "))
 		return nil
 	}
 	admit := admitPending
@@ -161,6 +166,11 @@ func runDeclare(env *Env, o declareOptions, args []string) error {
 	})
 	var pe *declare.ProblemsError
 	if errors.As(err, &pe) {
+		if f == jsonFormat {
+			if err := writeJSON(env.Stdio.Out, checkDocument(args, pe.Problems)); err != nil {
+				return err
+			}
+		}
 		return reportProblems(env, pe.Problems)
 	}
 	if err != nil {
@@ -173,35 +183,67 @@ func runDeclare(env *Env, o declareOptions, args []string) error {
 		env.Warnf("%s gets nothing new: its bundle cannot be sealed; give it a new key pair: muster enrol issue %s --reenrol, then join the host again with that token and --force", u.Name, u.Name)
 	}
 	if f == jsonFormat {
-		return writeJSON(env.Stdio.Out, struct {
-			Version int `json:"version"`
-			*declare.Result
-		}{declareJSONVersion, res})
+		return writeJSON(env.Stdio.Out, declareJSON{declareJSONVersion, res})
 	}
 	printDeclare(env.Stdio.Out, res)
 	return nil
 }
 
 // parseDeclaration reads and parses the declaration files (- is standard
-// input) and reports their problems; an error stops the command.
-func parseDeclaration(env *Env, args []string) (*declaration.Declaration, error) {
+// input) and reports their problems on stderr; it returns them too, and
+// an error that stops the command when one is not a warning.
+func parseDeclaration(env *Env, args []string) (*declaration.Declaration, []declaration.Problem, error) {
 	srcs, err := declaration.Load(args, env.Stdio.In)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	decl, problems, err := declaration.ParseContext(env.Ctx, srcs)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := reportProblems(env, problems); err != nil {
-		return nil, err
+		return nil, problems, err
 	}
-	return decl, nil
+	return decl, problems, nil
 }
 
-// declareJSONVersion is the version of declare --json's output, documented
-// in muster-declare(1).
+// checkJSON is the document of declare --check --json, and of declare
+// --json for a declaration refused: whether the files are valid, and
+// every problem found, warnings included.
+type checkJSON struct {
+	Version  int           `json:"version"`
+	Valid    bool          `json:"valid"`
+	Files    []string      `json:"files"`
+	Problems []problemJSON `json:"problems"`
+}
+
+// problemJSON is one problem: where (line 0: unknown), and what.
+type problemJSON struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Key     string `json:"key"`
+	Message string `json:"message"`
+	Warning bool   `json:"warning"`
+}
+
+func checkDocument(files []string, problems []declaration.Problem) checkJSON {
+	doc := checkJSON{Version: declareJSONVersion, Valid: true, Files: files}
+	for _, p := range problems {
+		doc.Valid = doc.Valid && p.Warning
+		doc.Problems = append(doc.Problems, problemJSON{p.File, p.Line, p.Key, p.Message, p.Warning})
+	}
+	return doc
+}
+
+// declareJSONVersion is the version of declare --json's output, and of
+// declare --check --json's, documented in muster-declare(1).
 const declareJSONVersion = 1
+
+// declareJSON is the document of declare --json.
+type declareJSON struct {
+	Version int `json:"version"`
+	*declare.Result
+}
 
 // reportProblems prints validation problems; errors stop the command.
 func reportProblems(env *Env, problems []declaration.Problem) error {

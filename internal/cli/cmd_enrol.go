@@ -290,14 +290,21 @@ func runEnrolRevoke(env *Env, o enrolRevokeOptions, args []string) error {
 // listJSONVersion is the version of `enrol list --json`.
 const listJSONVersion = 1
 
+// listJSON is the document of `enrol list --json`.
+type listJSON struct {
+	Version int         `json:"version"`
+	Nodes   []listNode  `json:"nodes"`
+	Tokens  []listToken `json:"tokens"`
+}
+
 type listNode struct {
 	Name        string            `json:"name"`
-	NodeID      string            `json:"node_id,omitempty"`
-	EnrolledAt  *time.Time        `json:"enrolled_at,omitempty"`
-	Labels      map[string]string `json:"labels,omitempty"`
+	NodeID      string            `json:"node_id"`     // "": decommissioned
+	EnrolledAt  *time.Time        `json:"enrolled_at"` // null: decommissioned
+	Labels      map[string]string `json:"labels"`
 	Eligibility string            `json:"eligibility"`
-	FailedLines []outcome.Line    `json:"failed_lines,omitempty"`
-	Revoked     []listRevoked     `json:"revoked,omitempty"`
+	FailedLines []outcome.Line    `json:"failed_lines"`
+	Revoked     []listRevoked     `json:"revoked"`
 }
 
 type listRevoked struct {
@@ -401,10 +408,7 @@ func listNodes(reg *enrol.Registry, briefs map[string]*brief.Briefing) []listNod
 
 func printList(w io.Writer, nodes []listNode, tokens []listToken, f format) error {
 	if f == jsonFormat {
-		if nodes == nil {
-			nodes = []listNode{}
-		}
-		return writeJSON(w, map[string]any{"version": listJSONVersion, "nodes": nodes, "tokens": tokens})
+		return writeJSON(w, listJSON{listJSONVersion, nodes, tokens})
 	}
 	table := f == tableFormat
 	if err := printNodes(w, nodes, table); err != nil {

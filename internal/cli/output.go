@@ -1,12 +1,12 @@
 package cli
 
 import (
-	"encoding/json"
 	"io"
 
 	"github.com/spf13/pflag"
 
 	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/jsondoc"
 )
 
 // format is the form a command prints its result in.
@@ -66,9 +66,8 @@ func (o output) chosen() (format, error) {
 	return chosen, nil
 }
 
-// writeJSON writes v as indented JSON, as it is whatever the locale.
+// writeJSON writes v as a JSON document by jsondoc's rules, as it is
+// whatever the locale.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(raw(w))
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return jsondoc.Write(raw(w), v)
 }

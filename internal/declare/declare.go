@@ -63,10 +63,10 @@ type NodeChange struct {
 	Resources int    `json:"resources"`
 	// PreviousNodeID is set when the node had another identity in the
 	// previous generation (it was re-enrolled).
-	PreviousNodeID string   `json:"previous_node_id,omitempty"`
-	Added          []string `json:"added,omitempty"`
-	Changed        []string `json:"changed,omitempty"`
-	Removed        []string `json:"removed,omitempty"`
+	PreviousNodeID string   `json:"previous_node_id"`
+	Added          []string `json:"added"`
+	Changed        []string `json:"changed"`
+	Removed        []string `json:"removed"`
 }
 
 // Same reports whether the node gets exactly what it had.
@@ -97,12 +97,12 @@ type Result struct {
 	Generation uint64 `json:"generation"`
 	// Run names the declare run whose bundles make up Generation; empty
 	// for a dry run.
-	Run      string `json:"run,omitempty"`
+	Run      string `json:"run"`
 	Previous uint64 `json:"previous"`
 	// Commit is the digest of the commit written (or that stands).
-	Commit string `json:"commit,omitempty"`
+	Commit string `json:"commit"`
 	// ExpiresAt is when the generation expires, if it does.
-	ExpiresAt  *time.Time   `json:"expires_at,omitempty"`
+	ExpiresAt  *time.Time   `json:"expires_at"`
 	Unchanged  bool         `json:"unchanged"`
 	DryRun     bool         `json:"dry_run"`
 	Nodes      []NodeChange `json:"nodes"`
@@ -113,9 +113,9 @@ type Result struct {
 	// Wave is the part of the fleet the generation is declared for
 	// (Options.Wave), empty for all of it; Held are the nodes the
 	// declaration selects that it leaves out, by name.
-	Wave     string   `json:"wave,omitempty"`
+	Wave     string   `json:"wave"`
 	Held     []Held   `json:"held"`
-	Warnings []string `json:"warnings,omitempty"`
+	Warnings []string `json:"warnings"`
 }
 
 // ProblemsError is a declaration refused before anything was written: it

@@ -1,21 +1,26 @@
 package fleet
 
 import (
-	"encoding/json"
 	"io"
 	"time"
 
+	"github.com/muster-tool/muster/internal/jsondoc"
 	"github.com/muster-tool/muster/internal/outcome"
 )
 
-// JSONVersion is the version of the JSON documents of `muster report
-// --json` and `muster report --history --json`. muster-report(1) documents
-// the schema; testdata/*.json are its golden examples. Adding a key keeps
-// the version; renaming, removing or changing the meaning of one bumps it.
-const JSONVersion = 1
+// JSONVersion is the version of the JSON document of `muster report
+// --json`, HistoryJSONVersion that of `muster report --history --json`.
+// muster-report(1) documents the schemas; testdata/*.json are their golden
+// examples. Adding a key keeps the version; renaming, removing or changing
+// the meaning of one bumps it. Version 2: a report's seq is a string.
+const (
+	JSONVersion        = 2
+	HistoryJSONVersion = 1
+)
 
-// Every key is always present, so a consumer can tell "none" (null or an
-// empty list) from a key it does not know.
+// The documents follow internal/jsondoc's rules: every key is always
+// present, so a consumer can tell "none" (null or an empty list) from a
+// key it does not know.
 type jsonDoc struct {
 	Version          int          `json:"version"`
 	Generation       uint64       `json:"generation"`
@@ -65,7 +70,7 @@ type jsonNode struct {
 
 type jsonReport struct {
 	Object string    `json:"object"`
-	Seq    uint64    `json:"seq"`
+	Seq    uint64    `json:"seq,string"` // from the clock in nanoseconds: past 2^53
 	Start  time.Time `json:"start"`
 	End    time.Time `json:"end"`
 	Muster string    `json:"muster"`
@@ -178,7 +183,7 @@ func WriteJSON(w io.Writer, v *View, all bool) error {
 
 // WriteHistoryJSON writes the history as the versioned JSON document.
 func WriteHistoryJSON(w io.Writer, h []HistoryEntry) error {
-	doc := jsonHistory{Version: JSONVersion, History: []jsonHistoryEntry{}}
+	doc := jsonHistory{Version: HistoryJSONVersion, History: []jsonHistoryEntry{}}
 	for _, e := range h {
 		doc.History = append(doc.History, jsonHistoryEntry{e.Generation, e.Run, e.DeclaredAt.UTC(), e.Manifest, e.Wave, totalsJSON(e.Totals)})
 	}
@@ -186,7 +191,5 @@ func WriteHistoryJSON(w io.Writer, h []HistoryEntry) error {
 }
 
 func encode(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return jsondoc.Write(w, v)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/muster-tool/muster/internal/generation"
+	"github.com/muster-tool/muster/internal/testutil/jsonshape"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -78,8 +79,8 @@ func golden(t *testing.T, name, got string) {
 	}
 }
 
-// TestJSONGolden keeps the documented JSON schema (version 1) and its
-// golden example in step with the code.
+// TestJSONGolden keeps the documented JSON schemas and their golden
+// examples in step with the code, and checks both follow jsondoc's rules.
 func TestJSONGolden(t *testing.T) {
 	f := goldenFixture(t)
 	s := f.load(false)
@@ -89,6 +90,9 @@ func TestJSONGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "report.json", normalize(f, b.String()))
+	for _, p := range jsonshape.Check(b.Bytes(), jsonDoc{}) {
+		t.Errorf("report.json: %s", p)
+	}
 
 	// Without --all the refused reports are counted, not listed.
 	b.Reset()
@@ -106,7 +110,7 @@ func TestJSONGolden(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if doc.Version != 1 || doc.Refused.Revoked != 1 || doc.Refused.Reports == nil || len(doc.Refused.Reports) != 0 || doc.Totals["decommissioned"] != 0 {
+	if doc.Version != JSONVersion || doc.Refused.Revoked != 1 || doc.Refused.Reports == nil || len(doc.Refused.Reports) != 0 || doc.Totals["decommissioned"] != 0 {
 		t.Errorf("without --all: %+v", doc)
 	}
 
@@ -119,4 +123,7 @@ func TestJSONGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "history.json", normalize(f, b.String()))
+	for _, p := range jsonshape.Check(b.Bytes(), jsonHistory{}) {
+		t.Errorf("history.json: %s", p)
+	}
 }

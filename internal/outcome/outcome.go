@@ -32,10 +32,10 @@ func (s Status) Valid() bool {
 type Line struct {
 	ID     string `toml:"id" json:"id"`
 	Status Status `toml:"status" json:"status"`
-	Detail string `toml:"detail,omitempty" json:"detail,omitempty"`
+	Detail string `toml:"detail,omitempty" json:"detail"`
 	// Digest is the digest of the verified state of a report's resource
 	// line; empty for briefings and failed lines.
-	Digest string `toml:"digest,omitempty" json:"digest,omitempty"`
+	Digest string `toml:"digest,omitempty" json:"digest"`
 }
 
 // Outcome is the verdict computed from a set of lines.
