@@ -48,10 +48,12 @@ func OpenDir(dir string) (*Dir, error) {
 	fi, err := os.Stat(abs)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		// Temporary: a spool on a USB stick or network share that is
-		// not mounted yet is the common case, not a typo.
-		err = fault.New(fault.Temporary, &unavailableError{fmt.Errorf("spool directory %s does not exist", abs)})
-		return nil, fault.WithHint(err, "create it with mkdir, or mount the disk that holds it")
+		// A failure, not a temporary one: nothing makes a directory
+		// appear by itself, so a timer retrying would fail forever. A
+		// spool on a disk that is not mounted is its empty mount
+		// point, which opens, and holds no mesh keys (temporary).
+		return nil, fault.WithHint(fmt.Errorf("spool directory %s does not exist", abs),
+			"create it with: mkdir -p "+abs+" (or give the path of the spool, or of its disk's mount point)")
 	case err != nil:
 		return nil, classify(fmt.Errorf("spool directory %s: %w", abs, err), err, abs)
 	case !fi.IsDir():

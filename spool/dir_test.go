@@ -76,12 +76,13 @@ func TestOpenDirMissing(t *testing.T) {
 	if !strings.Contains(err.Error(), missing) {
 		t.Errorf("error %q does not name the directory", err)
 	}
-	// A spool on a disk that is not mounted yet: a timer should retry.
-	if !errors.Is(err, spool.ErrUnavailable) || fault.ClassOf(err) != fault.Temporary {
-		t.Errorf("error %v: class %v, want ErrUnavailable and temporary", err, fault.ClassOf(err))
+	// Nothing makes it appear by itself: a failure, not "try again
+	// later", with the command that creates it.
+	if errors.Is(err, spool.ErrUnavailable) || fault.ClassOf(err) != fault.Failure {
+		t.Errorf("error %v: class %v, want a failure, not ErrUnavailable", err, fault.ClassOf(err))
 	}
-	if fault.HintOf(err) == "" {
-		t.Error("no hint for a missing spool directory")
+	if h := fault.HintOf(err); !strings.Contains(h, "mkdir -p "+missing) {
+		t.Errorf("hint %q does not say how to create it", h)
 	}
 	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
 		t.Error("OpenDir created the directory")
@@ -128,7 +129,7 @@ func TestOpen(t *testing.T) {
 		{"s3://bucket/prefix?bogus=1", "unknown parameter", fault.Usage},
 		{"ftp://host/x", `"ftp"`, fault.Usage},
 		{"file://otherhost/x", "otherhost", fault.Usage},
-		{filepath.Join(dir, "missing"), "does not exist", fault.Temporary},
+		{filepath.Join(dir, "missing"), "does not exist", fault.Failure},
 	} {
 		s, err := spool.Open(tc.loc)
 		if err == nil || s != nil {

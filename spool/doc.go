@@ -127,7 +127,9 @@
 // Errors that trying again may cure (permission denied, a read-only or full
 // filesystem, a network filesystem gone away) wrap ErrUnavailable and are
 // classed temporary (see internal/fault), so a timer retries instead of
-// reporting a failure.
+// reporting a failure. A spool directory that does not exist is a failure:
+// the operator must create it (a disk that is not mounted leaves its mount
+// point, an empty directory, which opens).
 //
 // # S3 backend
 //

@@ -61,10 +61,11 @@ func findGeneration(ctx context.Context, sp spool.Spool, nodeID string, meshSign
 		chosen = c
 		return false, nil
 	})
-	if fault.ClassOf(f.err) == fault.Refused || f.err == nil && f.newest < last {
-		// What looks like a rollback may be a spool that is not there:
-		// an unmounted stick or bind mount leaves an empty directory. A
-		// spool without the mesh's keys is not the mesh's spool.
+	if fault.ClassOf(f.err) == fault.Refused || f.err == nil && (f.newest < last || f.newest == 0) {
+		// What looks like a rollback, or like a mesh that declared
+		// nothing yet, may be a spool that is not there: an unmounted
+		// stick or bind mount leaves an empty directory. A spool
+		// without the mesh's keys is not the mesh's spool.
 		if err := meshKeysThere(ctx, sp); err != nil {
 			f.err = err
 			return f
