@@ -1,15 +1,28 @@
 #!/bin/sh
 # The whole loop on the embedded default, in a temp dir: a directory spool,
 # a mesh, two hosts applying under --root. Run by `make demo`.
+#
+# Every command is shown exactly as it runs (run, or runsh for one with a
+# redirection), from the demo's directory, with the muster being demonstrated
+# first in PATH: what is printed can be pasted there and does the same.
 set -eu
 muster=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 demo=$(mktemp -d "${TMPDIR:-/tmp}/muster-demo.XXXXXX")
 cd "$demo"
-say() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
-run() { say "$@"; "$@"; }
+mkdir bin
+ln -s "$muster" bin/muster
+PATH="$demo/bin:$PATH"
+export PATH
 
-export MUSTER_MESH="$demo/mesh"
-mkdir spool
+bold='' plain=''
+if [ -t 1 ]; then bold=$(printf '\033[1m') plain=$(printf '\033[0m'); fi
+say() { printf '\n%s%s%s\n' "$bold" "$*" "$plain"; }
+# run shows a command and runs it; runsh does the same for a shell line.
+run() { printf '\n%s$ %s%s\n' "$bold" "$*" "$plain"; "$@"; }
+runsh() { printf '\n%s$ %s%s\n' "$bold" "$1" "$plain"; sh -c "$1"; }
+
+run export MUSTER_MESH="$demo/mesh"
+run mkdir spool
 
 # Two hosts, each a directory tree standing in for a machine.
 for h in web-1 web-2; do
@@ -17,27 +30,24 @@ for h in web-1 web-2; do
 	: > "$h/root/var/lib/dpkg/status"
 	cp /etc/os-release "$h/root/etc/" 2>/dev/null || echo 'PRETTY_NAME="demo"' > "$h/root/etc/os-release"
 done
-host() { h=$1; shift; "$muster" "$@" --config "$demo/$h/muster.toml" --state "$demo/$h/state" --root "$demo/$h/root"; }
 
-run "$muster" init --spool "$demo/spool"
+run muster init --spool "$demo/spool"
+runsh 'muster enrol issue web-1 --label env=prod > web-1.token'
+runsh 'muster enrol issue web-2 --label env=prod > web-2.token'
 
-say "muster enrol issue web-1 > web-1.token; muster enrol issue web-2 > web-2.token"
-"$muster" enrol issue web-1 --label env=prod > web-1.token
-"$muster" enrol issue web-2 --label env=prod > web-2.token
-
-say "(on web-1) muster enrol join --spool $demo/spool < web-1.token"
-host web-1 enrol join --spool "$demo/spool" < web-1.token
+say "# on web-1 (a host's files are under web-1/root)"
+runsh "muster enrol join --spool $demo/spool --config web-1/muster.toml --state web-1/state --root web-1/root < web-1.token"
 
 # web-2 demands more free space than any disk has: its briefing fails, so
 # it is enrolled but ineligible.
-mkdir -p web-2
-say "(on web-2) muster enrol join --spool $demo/spool < web-2.token"
-host web-2 enrol join --spool "$demo/spool" < web-2.token
-sed -i 's/^ *min_free_root_mb = .*/  min_free_root_mb = 999999999/' web-2/muster.toml
-say "(on web-2) muster brief --send   # after raising min_free_root_mb"
-host web-2 brief --send
+say "# on web-2"
+runsh "muster enrol join --spool $demo/spool --config web-2/muster.toml --state web-2/state --root web-2/root < web-2.token"
+runsh "sed -i 's/^ *min_free_root_mb = .*/  min_free_root_mb = 999999999/' web-2/muster.toml"
+run muster brief --send --config web-2/muster.toml --state web-2/state --root web-2/root
 
-run "$muster" enrol list --table
+say "# on the mesh"
+run muster enrol admit
+run muster enrol list --table
 
 cat > site.toml <<'TOML'
 [role.web]
@@ -50,30 +60,28 @@ mode = "0644"
 [role.web.directory."/srv/www"]
 mode = "0755"
 TOML
-say "cat site.toml"; cat site.toml
-run "$muster" declare site.toml
+run cat site.toml
+run muster declare site.toml
 
-say "(on web-1) muster apply --root web-1/root"
-host web-1 apply
-say "(on web-1) muster apply   # again: nothing to do"
-host web-1 apply
+say "# on web-1"
+run muster apply --config web-1/muster.toml --state web-1/state --root web-1/root
+say "# again: nothing to do"
+run muster apply --config web-1/muster.toml --state web-1/state --root web-1/root
 
 cat >> site.toml <<'TOML'
 
 [role.web.file."/srv/www/index.html"]
 content = "<h1>hello</h1>\n"
 TOML
-run "$muster" declare --dry-run site.toml
-run "$muster" declare site.toml
-if "$muster" help report >/dev/null 2>&1; then
-	run "$muster" report --table || true
-fi
+say "# on the mesh"
+run muster declare --dry-run site.toml
+run muster declare site.toml
+run muster report --table
 
-say "(on web-1) muster apply"
-host web-1 apply
-if "$muster" help report >/dev/null 2>&1; then
-	run "$muster" report --table || true
-fi
+say "# on web-1"
+run muster apply --config web-1/muster.toml --state web-1/state --root web-1/root
+say "# on the mesh"
+run muster report --table
 
 # A package version no repository has: the line fails with apt's own words.
 cat >> site.toml <<'TOML'
@@ -81,11 +89,11 @@ cat >> site.toml <<'TOML'
 [role.web.package.muster-demo-tool]
 version = "9.9-1"
 TOML
-run "$muster" declare site.toml
-say "(on web-1) muster apply"
-host web-1 apply || echo "(apply exited with status $?)"
-if "$muster" help report >/dev/null 2>&1; then
-	run "$muster" report --table || true
-fi
+run muster declare site.toml
+say "# on web-1"
+run muster apply --config web-1/muster.toml --state web-1/state --root web-1/root || echo "(apply exited with status $?)"
+say "# on the mesh: report exits 5 when a node failed"
+run muster report --table || echo "(report exited with status $?)"
+run muster report web-1 --fail-on none
 
 printf '\nthe demo is in %s\n' "$demo"

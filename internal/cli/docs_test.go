@@ -221,3 +221,137 @@ func TestHostConfigFlagsHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestSeeAlsoAndReferences: muster(1) names every other page under SEE
+// ALSO, and every page a page refers to exists.
+func TestSeeAlsoAndReferences(t *testing.T) {
+	pages, err := filepath.Glob(filepath.Join("..", "..", "man", "muster*.[1-9]"))
+	if err != nil || len(pages) == 0 {
+		t.Fatal("no man pages", err)
+	}
+	exists := map[string]bool{}
+	for _, p := range pages {
+		exists[filepath.Base(p)] = true
+	}
+	xr := regexp.MustCompile(`\.Xr (muster[a-z0-9-]*) ([1-9])`)
+	for _, p := range pages {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range xr.FindAllStringSubmatch(string(data), -1) {
+			if !exists[m[1]+"."+m[2]] {
+				t.Errorf("man/%s refers to %s(%s), which is not in man/", filepath.Base(p), m[1], m[2])
+			}
+		}
+		if filepath.Base(p) == "muster.1" {
+			see := map[string]bool{}
+			for _, m := range xr.FindAllStringSubmatch(section(string(data), "SEE ALSO"), -1) {
+				see[m[1]+"."+m[2]] = true
+			}
+			for page := range exists {
+				if page != "muster.1" && !see[page] {
+					t.Errorf("muster(1) SEE ALSO does not name %s", page)
+				}
+			}
+		}
+	}
+}
+
+// TestExamplesRun: every muster command line in a man page's literal
+// blocks, in a command's help examples and in the README names a command that exists and
+// flags that command has, so an example a reader copies does not fail on
+// its first word.
+func TestExamplesRun(t *testing.T) {
+	type example struct{ where, line string }
+	var examples []example
+	for _, c := range leaves() {
+		for _, l := range strings.Split(c.Examples, "\n") {
+			examples = append(examples, example{"muster " + c.Path() + " --help", l})
+		}
+	}
+	pages, _ := filepath.Glob(filepath.Join("..", "..", "man", "muster*.[1-9]"))
+	for _, p := range pages {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		literal := false
+		for _, l := range strings.Split(string(data), "\n") {
+			switch {
+			case strings.HasPrefix(l, ".Bd -literal"):
+				literal = true
+			case strings.HasPrefix(l, ".Ed"):
+				literal = false
+			case strings.HasPrefix(l, ".Dl "):
+				examples = append(examples, example{"man/" + filepath.Base(p), strings.TrimPrefix(l, ".Dl ")})
+			case literal:
+				examples = append(examples, example{"man/" + filepath.Base(p), l})
+			}
+		}
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fenced := false
+	for _, l := range strings.Split(string(readme), "\n") {
+		if strings.HasPrefix(l, "```") {
+			fenced = !fenced
+		} else if fenced {
+			examples = append(examples, example{"README.md", strings.TrimPrefix(strings.TrimSpace(l), "$ ")})
+		}
+	}
+	root := rootFlagSet(&Globals{})
+	run := regexp.MustCompile(`(?:^|[|;&]\s*|\$\(\s*)(?:/usr/bin/)?muster ((?:[^|;&<>)]*))`)
+	checked := 0
+	for _, ex := range examples {
+		for _, m := range run.FindAllStringSubmatch(strings.ReplaceAll(ex.line, `\-`, "-"), -1) {
+			words := strings.Fields(m[1])
+			for len(words) > 0 && strings.HasPrefix(words[0], "--") {
+				// Global flags before the command.
+				name, _, hasValue := strings.Cut(strings.TrimPrefix(words[0], "--"), "=")
+				f := root.Lookup(name)
+				if f == nil {
+					t.Errorf("%s: %q: muster has no flag --%s before the command", ex.where, ex.line, name)
+					break
+				}
+				words = words[1:]
+				if !hasValue && f.Value.Type() != "bool" && len(words) > 0 {
+					words = words[1:]
+				}
+			}
+			if len(words) == 0 || strings.ToUpper(words[0]) == words[0] {
+				continue // muster alone, or muster COMMAND in prose
+			}
+			cmd := findCommand(commands(), words[0])
+			if cmd == nil {
+				t.Errorf("%s: %q: no command %q", ex.where, ex.line, words[0])
+				continue
+			}
+			words = words[1:]
+			for len(cmd.Sub) > 0 && len(words) > 0 {
+				sub := findCommand(cmd.Sub, words[0])
+				if sub == nil {
+					break
+				}
+				cmd, words = sub, words[1:]
+			}
+			fs := cmd.flagSet(&Globals{})
+			for _, w := range words {
+				if !strings.HasPrefix(w, "--") || w == "--" {
+					continue
+				}
+				name, _, _ := strings.Cut(strings.TrimPrefix(w, "--"), "=")
+				if fs.Lookup(name) == nil {
+					t.Errorf("%s: %q: muster %s has no flag --%s", ex.where, ex.line, cmd.Path(), name)
+				}
+			}
+			checked++
+		}
+	}
+	t.Logf("%d examples checked", checked)
+	if checked < 20 {
+		t.Errorf("only %d examples checked: the test lost track of them", checked)
+	}
+}
