@@ -35,9 +35,13 @@ demo: build ## run the whole loop on a directory spool in a temp dir
 deb: ## build the Debian package into dist/
 	./scripts/deb.sh $(VERSION)
 
-install: build ## install the binary and man pages under PREFIX
+install: build ## install the binary, man pages and shell completions under PREFIX
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/muster
 	for f in man/*.[1-9]; do s=$${f##*.}; install -D -m 0644 $$f $(DESTDIR)$(PREFIX)/share/man/man$$s/$${f##*/}; done
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	$(BIN) completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/muster
+	$(BIN) completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_muster
+	$(BIN) completion fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/muster.fish
 
 clean: ## remove build output
 	rm -rf bin; rm -f dist/*.deb

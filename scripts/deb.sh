@@ -134,6 +134,21 @@ for page in "$top"/man/*.[1-9]; do
 	chmod 0644 "$tree/usr/share/man/man$s/${page##*/}.gz"
 done
 install -m 0644 "$top/LICENSE" "$tree/usr/share/doc/muster/copyright"
+# Shell completions, made by the binary from its own command table; by one
+# built for this machine when the package's is for another architecture.
+gen="$tree/usr/bin/muster"
+if ! "$gen" version >/dev/null 2>&1; then
+	gen="$tree/muster-for-completions"
+	(cd "$top" && CGO_ENABLED=0 $GO build -o "$gen" ./cmd/muster)
+fi
+mkdir -p "$tree/usr/share/bash-completion/completions" "$tree/usr/share/zsh/vendor-completions" \
+	"$tree/usr/share/fish/vendor_completions.d"
+"$gen" completion bash >"$tree/usr/share/bash-completion/completions/muster"
+"$gen" completion zsh >"$tree/usr/share/zsh/vendor-completions/_muster"
+"$gen" completion fish >"$tree/usr/share/fish/vendor_completions.d/muster.fish"
+chmod 0644 "$tree/usr/share/bash-completion/completions/muster" "$tree/usr/share/zsh/vendor-completions/_muster" \
+	"$tree/usr/share/fish/vendor_completions.d/muster.fish"
+[ "$gen" = "$tree/usr/bin/muster" ] || rm -f "$gen"
 
 size=$(du -sk --exclude=DEBIAN "$tree" | cut -f 1)
 cat >"$tree/DEBIAN/control" <<EOF

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Install what the tests need on a fresh Debian machine with Go: the Debian
 # tools the package, user and group, and man page tests drive (dpkg, apt,
-# the shadow tools useradd and its kin), the FUSE drivers and mkfs/fsck
+# the shadow tools useradd and its kin), the shells the completion tests
+# load (bash, zsh, fish), the FUSE drivers and mkfs/fsck
 # of FAT and exFAT the USB stick tests mount images with, and the S3 server
 # the object store tests run against. Run by `make test` (and so by CI)
 # before the tests.
@@ -16,6 +17,8 @@ command -v systemctl >/dev/null || need="$need systemd"
 command -v mandoc >/dev/null || need="$need mandoc"
 command -v rsync >/dev/null || need="$need rsync"
 have useradd || need="$need passwd"
+command -v zsh >/dev/null || need="$need zsh"
+command -v fish >/dev/null || need="$need fish"
 have fusefat || need="$need fusefat"
 have mount.exfat-fuse || need="$need exfat-fuse"
 have mkfs.vfat || need="$need dosfstools"

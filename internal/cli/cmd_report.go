@@ -39,6 +39,8 @@ func (o *reportOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.FailOn, "fail-on", "failed", "exit non-zero when a node is `WHAT`: failed, outstanding (or failed), or none; with --wait the default is outstanding")
 	fs.StringArrayVar(&o.Nodes, "nodes", nil, "limit the report to the nodes whose name matches `PATTERN`, a shell pattern as in a role's nodes (may be given more than once)")
 	o.waitOptions.addFlags(fs)
+	fs.SetAnnotation("sort", choicesAnnotation, []string{"name", "status", "contact"})
+	fs.SetAnnotation("fail-on", choicesAnnotation, []string{"failed", "outstanding", "none"})
 }
 
 func cmdReport() *Command {

@@ -64,6 +64,7 @@ func commands() []*Command {
 		cmdEnrol(),
 		cmdReport(),
 		cmdSpool(),
+		cmdCompletion(),
 	}
 	var link func(c *Command)
 	link = func(c *Command) {
@@ -118,12 +119,23 @@ type flagSpec struct {
 	Type    string
 	Usage   string // what it does
 	Default string // the default help shows, or ""
+	// Choices are the values the flag takes when they are a few words
+	// (the annotation choicesAnnotation), for the completions.
+	Choices []string
 }
+
+// choicesAnnotation marks a flag whose value is one of a few words:
+// fs.SetAnnotation(name, choicesAnnotation, words).
+const choicesAnnotation = "choices"
 
 // flags lists the command's flags in the order its help shows them.
 func (c *Command) flags() []flagSpec {
+	return flagSpecs(c.flagSet(&Globals{Config: DefaultConfig, State: DefaultState}))
+}
+
+// flagSpecs lists the flags of fs in the order they were added.
+func flagSpecs(fs *pflag.FlagSet) []flagSpec {
 	var specs []flagSpec
-	fs := c.flagSet(&Globals{Config: DefaultConfig, State: DefaultState})
 	fs.VisitAll(func(f *pflag.Flag) {
 		value, usage := pflag.UnquoteUsage(f)
 		if f.Value.Type() == "bool" {
@@ -136,7 +148,7 @@ func (c *Command) flags() []flagSpec {
 			def = ""
 		}
 		specs = append(specs, flagSpec{Name: f.Name, Shorthand: f.Shorthand, Value: strings.ToUpper(value),
-			Type: f.Value.Type(), Usage: usage, Default: def})
+			Type: f.Value.Type(), Usage: usage, Default: def, Choices: f.Annotations[choicesAnnotation]})
 	})
 	return specs
 }
