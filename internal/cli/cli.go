@@ -201,7 +201,7 @@ func run(env *Env, args []string) error {
 	cmds := commands()
 	root := rootFlagSet(env.Global)
 	if err := root.Parse(args); err != nil {
-		return usageError(err.Error(), "muster help")
+		return unknownFlag(err, root, "muster help")
 	}
 	if v, _ := root.GetBool("version"); v {
 		fmt.Fprintf(env.Stdio.Out, "muster %s\n", Version())
@@ -219,7 +219,7 @@ func run(env *Env, args []string) error {
 	}
 	cmd := findCommand(cmds, args[0])
 	if cmd == nil {
-		return usageError(fmt.Sprintf("unknown command %q", args[0]), "muster help")
+		return withHint(fmt.Sprintf("unknown command %q", args[0]), didYouMean(args[0], commandNames(cmds), "muster help", subcommandsNamed(cmds, args[0])...))
 	}
 	args = args[1:]
 	for len(cmd.Sub) > 0 {
@@ -238,7 +238,8 @@ func run(env *Env, args []string) error {
 		}
 		sub := findCommand(cmd.Sub, args[0])
 		if sub == nil {
-			return usageError(fmt.Sprintf("unknown command %q for muster %s", args[0], cmd.Path()), "muster help "+cmd.Path())
+			return withHint(fmt.Sprintf("unknown command %q for muster %s", args[0], cmd.Path()),
+				didYouMean(args[0], commandNames(cmd.Sub), "muster help "+cmd.Path()))
 		}
 		cmd, args = sub, args[1:]
 	}
@@ -248,7 +249,7 @@ func run(env *Env, args []string) error {
 			printHelp(env.Stdio.Out, cmd)
 			return nil
 		}
-		return usageError(err.Error(), "muster help "+cmd.Path())
+		return unknownFlag(err, fs, "muster help "+cmd.Path())
 	}
 	if h, _ := fs.GetBool("help"); h {
 		printHelp(env.Stdio.Out, cmd)
@@ -259,7 +260,12 @@ func run(env *Env, args []string) error {
 }
 
 func usageError(msg, helpCmd string) error {
-	return fault.WithHint(fault.Usagef("%s", msg), "see: "+helpCmd)
+	return withHint(msg, "see: "+helpCmd)
+}
+
+// withHint is a usage error with a hint.
+func withHint(msg, hint string) error {
+	return fault.WithHint(fault.Usagef("%s", msg), hint)
 }
 
 // needArgs checks the number of positional arguments.
