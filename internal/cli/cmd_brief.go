@@ -305,8 +305,13 @@ func printBriefList(w io.Writer, rows []briefListRow, f format) error {
 		}
 		return writeTable(w, []column{{title: "NODE"}, {title: "IDENTITY"}, {title: "BRIEFED (UTC)"}, {title: "OUTCOME", shorten: true}}, t)
 	}
+	var cells [][]string
 	for _, r := range rows {
-		fmt.Fprintf(w, "%s %s\n", r.Name, r.Outcome)
+		cells = append(cells, []string{r.Name, r.Outcome})
+	}
+	for i, line := range alignRows(cells) {
+		r := rows[i]
+		fmt.Fprintln(w, line)
 		for _, l := range r.FailedLines {
 			fmt.Fprintf(w, "  failed %s: %s\n", l.ID, l.Detail)
 		}

@@ -465,12 +465,13 @@ func printNodes(w io.Writer, nodes []listNode, table bool) error {
 		fmt.Fprintln(w, "no nodes enrolled")
 		return nil
 	}
+	var rows [][]string
 	for _, n := range nodes {
-		fmt.Fprintf(w, "%s %s %s", n.Name, orDash(n.NodeID), n.Eligibility)
-		if len(n.Labels) > 0 {
-			fmt.Fprintf(w, " %s", labelsString(n.Labels))
-		}
-		fmt.Fprintln(w)
+		rows = append(rows, []string{n.Name, orDash(n.NodeID), n.Eligibility, labelsString(n.Labels)})
+	}
+	for i, line := range alignRows(rows) {
+		n := nodes[i]
+		fmt.Fprintln(w, line)
 		for _, l := range n.FailedLines {
 			fmt.Fprintf(w, "  failed %s: %s\n", l.ID, l.Detail)
 		}

@@ -254,3 +254,33 @@ func oneLine(s string) string {
 }
 
 func runes(s string) int { return utf8.RuneCountInString(s) }
+
+// alignRows aligns rows in columns two spaces apart, with no padding at
+// the end of a line, for the plain output of a list whose rows have lines
+// of their own below them (a table's rows are fitted by writeTable).
+func alignRows(rows [][]string) []string {
+	var widths []int
+	for _, r := range rows {
+		for j, c := range r {
+			if j == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[j] = max(widths[j], runes(c))
+		}
+	}
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		var b strings.Builder
+		for j, c := range r {
+			if j > 0 {
+				b.WriteString(strings.Repeat(" ", columnGap))
+			}
+			b.WriteString(c)
+			if j < len(r)-1 {
+				b.WriteString(strings.Repeat(" ", widths[j]-runes(c)))
+			}
+		}
+		out[i] = strings.TrimRight(b.String(), " ")
+	}
+	return out
+}

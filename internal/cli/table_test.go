@@ -169,3 +169,12 @@ func TestAgo(t *testing.T) {
 		}
 	}
 }
+
+// The plain lists (enrol list, brief list) align their columns too.
+func TestAlignRows(t *testing.T) {
+	got := alignRows([][]string{{"web-1", "8cc08f843f3b", "eligible", "env=prod"}, {"laptop-07", "-", "decommissioned", ""}})
+	want := []string{"web-1      8cc08f843f3b  eligible        env=prod", "laptop-07  -             decommissioned"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("alignRows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
