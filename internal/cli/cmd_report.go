@@ -81,10 +81,13 @@ stderr and left to enrol admit and declare, so a monitoring job never admits
 a host.
 
 The default output is a summary: the totals, then one line per node that
-did not apply the generation. --table is for people, --json (versioned,
-see muster-report(1)) for machines; NODE arguments limit the report to
-those nodes. --history shows every generation with how many nodes applied
-it, failed it or are outstanding on it now.
+did not apply the generation, with its reason whole. --table is for
+people: one line per node, as wide as the terminal (80 columns when
+stdout is not one), a long reason shortened in the middle. --json
+(versioned, see muster-report(1)) is for machines. NODE arguments limit the
+report to those nodes, list each of them and give their reasons whole.
+--history shows every generation with how many nodes applied it, failed it
+or are outstanding on it now.
 
 The exit status says whether a node failed (--fail-on failed, the default:
 5), or also whether one is outstanding (--fail-on outstanding: 5 if one
