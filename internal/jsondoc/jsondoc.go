@@ -39,13 +39,19 @@ func Write(w io.Writer, v any) error {
 }
 
 // fill replaces the nil slices and maps in v, which is settable, with
-// empty ones, through pointers, interfaces, structs, slices and maps.
+// empty ones, through pointers, interfaces, structs, slices and maps. What
+// it goes through it copies first, so the value written is left as the
+// caller had it.
 func fill(v reflect.Value) {
 	switch v.Kind() {
 	case reflect.Pointer:
-		if !v.IsNil() {
-			fill(v.Elem())
+		if v.IsNil() {
+			return
 		}
+		c := reflect.New(v.Type().Elem())
+		c.Elem().Set(v.Elem())
+		fill(c.Elem())
+		v.Set(c)
 	case reflect.Interface:
 		if v.IsNil() {
 			return
@@ -62,24 +68,21 @@ func fill(v reflect.Value) {
 			}
 		}
 	case reflect.Slice:
-		if v.IsNil() {
-			v.Set(reflect.MakeSlice(v.Type(), 0, 0))
-			return
+		c := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		reflect.Copy(c, v)
+		for i := range c.Len() {
+			fill(c.Index(i))
 		}
-		for i := range v.Len() {
-			fill(v.Index(i))
-		}
+		v.Set(c)
 	case reflect.Map:
-		if v.IsNil() {
-			v.Set(reflect.MakeMap(v.Type()))
-			return
-		}
+		c := reflect.MakeMapWithSize(v.Type(), v.Len())
 		iter := v.MapRange()
 		for iter.Next() {
-			c := reflect.New(iter.Value().Type()).Elem()
-			c.Set(iter.Value())
-			fill(c)
-			v.SetMapIndex(iter.Key(), c)
+			e := reflect.New(iter.Value().Type()).Elem()
+			e.Set(iter.Value())
+			fill(e)
+			c.SetMapIndex(iter.Key(), e)
 		}
+		v.Set(c)
 	}
 }
