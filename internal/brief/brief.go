@@ -34,7 +34,7 @@ type Briefing struct {
 	Lines   []outcome.Line `toml:"line" json:"lines"`
 	// Facts describe the host, for the declaration's templates; nil in a
 	// briefing from a muster older than facts.
-	Facts *Facts `toml:"facts,omitempty" json:"facts,omitempty"`
+	Facts *Facts `toml:"facts,omitempty" json:"facts"`
 }
 
 // Outcome is computed from the lines: passed means eligible.
