@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/muster-tool/muster/internal/edsig"
+	"github.com/muster-tool/muster/internal/curve"
 
 	"filippo.io/age"
 )
@@ -44,7 +44,7 @@ func record(m Mode, payload []byte, c Context, signer ed25519.PrivateKey) ([]byt
 		return nil, fmt.Errorf("%s: %w: compressed payload is %d bytes, limit is %d", subj, ErrTooLarge, n, MaxCompressed)
 	}
 	binary.BigEndian.PutUint32(msg[lenAt:], uint32(n))
-	msg = append(msg, edsig.Sign(signer, msg)...)
+	msg = append(msg, curve.Sign(signer, msg)...)
 	return msg[len(prefix):], nil
 }
 
@@ -64,7 +64,7 @@ func seal(payload []byte, c Context, signer ed25519.PrivateKey, recipients []age
 	}
 	var body bytes.Buffer
 	body.Grow(len(rec) + 256*len(recipients) + 128)
-	w, err := age.Encrypt(&body, fastRecipients(recipients)...)
+	w, err := age.Encrypt(&body, curve.Recipients(recipients)...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encrypting: %w", subj, err)
 	}

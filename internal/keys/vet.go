@@ -10,7 +10,7 @@ import (
 	"filippo.io/age"
 	"filippo.io/edwards25519"
 
-	"github.com/muster-tool/muster/internal/agekey"
+	"github.com/muster-tool/muster/internal/curve"
 	"github.com/muster-tool/muster/internal/fault"
 )
 
@@ -41,7 +41,7 @@ func (p Public) Vet() error {
 // is zero exactly for those points: one X25519 with a fixed key finds
 // them, and crypto/ecdh returns an error for the zero secret.
 func VetRecipient(r *age.X25519Recipient) error {
-	u, err := agekey.Point(r)
+	u, err := curve.AgePoint(r)
 	if err == nil {
 		var pub *ecdh.PublicKey
 		if pub, err = ecdh.X25519().NewPublicKey(u); err == nil {

@@ -32,7 +32,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/muster-tool/muster/internal/edsig"
+	"github.com/muster-tool/muster/internal/curve"
 )
 
 // Prefix starts every token.
@@ -103,7 +103,7 @@ func (t *Token) ProofKey() ed25519.PrivateKey {
 	h := sha256.New()
 	h.Write([]byte("muster-token-proof-v1"))
 	h.Write(t.Secret[:])
-	return edsig.NewKeyFromSeed(h.Sum(nil))
+	return curve.NewKeyFromSeed(h.Sum(nil))
 }
 
 // Verifier is the public half of the proof key: what the mesh keeps.

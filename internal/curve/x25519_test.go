@@ -1,4 +1,4 @@
-package bundle
+package curve
 
 import (
 	"bytes"
@@ -44,7 +44,7 @@ func TestX25519InteroperatesWithAge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fast := fastRecipients([]age.Recipient{stock.Recipient()})[0]
+		fast := Recipients([]age.Recipient{stock.Recipient()})[0]
 		if _, ok := fast.(x25519Recipient); !ok {
 			t.Fatalf("recipient %s was not converted", stock.Recipient())
 		}
@@ -71,7 +71,7 @@ func TestX25519SealToLowOrderPointRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := fastRecipients([]age.Recipient{r})[0].Wrap(make([]byte, 16)); err == nil {
+		if _, err := Recipients([]age.Recipient{r})[0].Wrap(make([]byte, 16)); err == nil {
 			t.Errorf("%s: wrapped a file key for a low-order point", s)
 		}
 	}

@@ -1,14 +1,4 @@
-// Package edsig signs with Ed25519 exactly as crypto/ed25519 does, byte for
-// byte, without the table of base-point multiples that crypto/ed25519
-// builds the first time a process derives a key or signs. Building that
-// table costs a fresh process about as much as thirty signatures; apply,
-// and every other command that signs once or twice, would pay it on every
-// run. After tableAfter keys and signatures in one process the table has
-// paid for itself, and edsig hands over to crypto/ed25519.
-//
-// The scalar multiplication used instead is the constant-time one of
-// filippo.io/edwards25519, the same code crypto/ed25519 is built from.
-package edsig
+package curve
 
 import (
 	"crypto/ed25519"
@@ -18,8 +8,8 @@ import (
 	"filippo.io/edwards25519"
 )
 
-// tableAfter is how many keys and signatures a process makes without the
-// table.
+// tableAfter is how many keys and signatures a process makes without
+// crypto/ed25519's table.
 const tableAfter = 16
 
 var uses atomic.Int64
@@ -42,7 +32,7 @@ func newKeyFromSeed(seed []byte) ed25519.PrivateKey {
 	h := sha512.Sum512(seed)
 	s, err := edwards25519.NewScalar().SetBytesWithClamping(h[:32])
 	if err != nil {
-		panic("edsig: " + err.Error())
+		panic("curve: " + err.Error())
 	}
 	pub := new(edwards25519.Point).ScalarMult(s, edwards25519.NewGeneratorPoint()).Bytes()
 	priv := make(ed25519.PrivateKey, ed25519.PrivateKeySize)
@@ -66,7 +56,7 @@ func sign(priv ed25519.PrivateKey, msg []byte) []byte {
 	h := sha512.Sum512(seed)
 	s, err := edwards25519.NewScalar().SetBytesWithClamping(h[:32])
 	if err != nil {
-		panic("edsig: " + err.Error())
+		panic("curve: " + err.Error())
 	}
 	d := sha512.New()
 	d.Write(h[32:])
@@ -74,7 +64,7 @@ func sign(priv ed25519.PrivateKey, msg []byte) []byte {
 	var buf [sha512.Size]byte
 	r, err := edwards25519.NewScalar().SetUniformBytes(d.Sum(buf[:0]))
 	if err != nil {
-		panic("edsig: " + err.Error())
+		panic("curve: " + err.Error())
 	}
 	R := new(edwards25519.Point).ScalarMult(r, edwards25519.NewGeneratorPoint()).Bytes()
 	d.Reset()
@@ -83,7 +73,7 @@ func sign(priv ed25519.PrivateKey, msg []byte) []byte {
 	d.Write(msg)
 	k, err := edwards25519.NewScalar().SetUniformBytes(d.Sum(buf[:0]))
 	if err != nil {
-		panic("edsig: " + err.Error())
+		panic("curve: " + err.Error())
 	}
 	S := edwards25519.NewScalar().MultiplyAdd(k, s, r)
 	sig := make([]byte, 0, ed25519.SignatureSize)

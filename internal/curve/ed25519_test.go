@@ -1,4 +1,4 @@
-package edsig
+package curve
 
 import (
 	"crypto/ed25519"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// edsig's own path makes crypto/ed25519's keys and signatures, byte for
+// The own path makes crypto/ed25519's keys and signatures, byte for
 // byte. It is called directly, so every run tests it whatever the order
 // of tests and however many keys the process made before.
 func TestOwnPathSameAsStandardLibrary(t *testing.T) {
@@ -46,7 +46,7 @@ func sameAsStandardLibrary(t *testing.T, i int, newKey func([]byte) ed25519.Priv
 	}
 }
 
-// RFC 8032, section 7.1, TEST 3, on edsig's own path.
+// RFC 8032, section 7.1, TEST 3, on the own path.
 func TestVector(t *testing.T) {
 	seed := unhex(t, "c5aa8df43f9f837bedb7442f31dcb7b166d38535076f094b85ce3a2e0b4458f7")
 	priv := newKeyFromSeed(seed)

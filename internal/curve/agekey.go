@@ -1,7 +1,4 @@
-// Package agekey reads the 32 bytes of an age X25519 public key, which
-// age keeps unexported: sealing computes with them (see internal/bundle),
-// and vetting a key checks them (see internal/keys).
-package agekey
+package curve
 
 import (
 	"errors"
@@ -10,8 +7,10 @@ import (
 	"filippo.io/age"
 )
 
-// Point returns the Curve25519 u-coordinate that r is the text form of.
-func Point(r *age.X25519Recipient) ([]byte, error) {
+// AgePoint returns the Curve25519 u-coordinate that r is the text form of:
+// age keeps it unexported, and sealing computes with it (see Recipients),
+// as vetting a key checks it (see internal/keys).
+func AgePoint(r *age.X25519Recipient) ([]byte, error) {
 	return decode(r.String(), "age")
 }
 

@@ -1,4 +1,4 @@
-package bundle
+package curve
 
 import (
 	"crypto/ecdh"

@@ -1,4 +1,4 @@
-package bundle
+package curve
 
 import (
 	"crypto/subtle"
@@ -40,7 +40,7 @@ func x25519Share(k *[32]byte) []byte {
 	// names the same multiple as the clamped k.
 	s, err := edwards25519.NewScalar().SetBytesWithClamping(k[:])
 	if err != nil {
-		panic("bundle: clamping a 32-byte scalar: " + err.Error())
+		panic("curve: clamping a 32-byte scalar: " + err.Error())
 	}
 	return new(edwards25519.Point).ScalarBaseMult(s).BytesMontgomery()
 }
@@ -71,7 +71,7 @@ func x25519Ladder(k *[32]byte, u []byte) [32]byte {
 
 	var x1, x2, z2, x3, z3, a, aa, b, bb, ee, c, d, da, cb field.Element
 	if _, err := x1.SetBytes(u); err != nil {
-		panic("bundle: X25519 point is not 32 bytes")
+		panic("curve: X25519 point is not 32 bytes")
 	}
 	x2.One()
 	z2.Zero()

@@ -1,4 +1,4 @@
-package bundle
+package curve
 
 import (
 	"crypto/ecdh"
@@ -10,14 +10,12 @@ import (
 
 	"filippo.io/age"
 	"golang.org/x/crypto/chacha20poly1305"
-
-	"github.com/muster-tool/muster/internal/agekey"
 )
 
 // The age X25519 recipient stanza, written here with fewer scalar
 // multiplications than age's X25519Recipient spends: one ladder plus the
 // ephemeral share, which comes from a table once a process seals often
-// (see x25519ladder.go). Measured, that is about a fifth of declare for
+// (see ladder.go). Measured, that is about a fifth of declare for
 // many nodes. Opening is left to age's own X25519Identity: it spends one
 // ladder per stanza too, and saves nothing to replace. The stanza on the
 // wire is the one age specifies: type "X25519", the ephemeral share in
@@ -73,14 +71,14 @@ func x25519Seal(secret, share, recipient, fileKey []byte) ([]byte, error) {
 	return aead.Seal(nil, make([]byte, aead.NonceSize()), fileKey, nil), nil
 }
 
-// fastRecipients returns rs with each stock age X25519 recipient replaced
-// by the equivalent x25519Recipient; any other kind is kept as it is.
-func fastRecipients(rs []age.Recipient) []age.Recipient {
+// Recipients returns rs with each stock age X25519 recipient replaced by
+// the equivalent x25519Recipient; any other kind is kept as it is.
+func Recipients(rs []age.Recipient) []age.Recipient {
 	out := make([]age.Recipient, len(rs))
 	for i, r := range rs {
 		out[i] = r
 		if x, ok := r.(*age.X25519Recipient); ok {
-			if pub, err := agekey.Point(x); err == nil {
+			if pub, err := AgePoint(x); err == nil {
 				if k, err := ecdh.X25519().NewPublicKey(pub); err == nil {
 					out[i] = x25519Recipient{pub: k}
 				}

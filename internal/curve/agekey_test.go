@@ -1,4 +1,4 @@
-package agekey
+package curve
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"filippo.io/age"
 )
 
-// Point gives the key age encrypts to: the public key of the scalar in the
+// AgePoint gives the key age encrypts to: the public key of the scalar in the
 // identity's own text form.
 func TestPointIsTheRecipientsKey(t *testing.T) {
 	for range 20 {
@@ -25,7 +25,7 @@ func TestPointIsTheRecipientsKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := Point(id.Recipient())
+		got, err := AgePoint(id.Recipient())
 		if err != nil {
 			t.Fatal(err)
 		}
