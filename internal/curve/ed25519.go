@@ -3,24 +3,15 @@ package curve
 import (
 	"crypto/ed25519"
 	"crypto/sha512"
-	"sync/atomic"
 
 	"filippo.io/edwards25519"
 )
 
-// tableAfter is how many keys and signatures a process makes without
-// crypto/ed25519's table.
-const tableAfter = 16
-
-var uses atomic.Int64
-
-// withTable reports whether this operation should go to crypto/ed25519.
-func withTable() bool { return uses.Add(1) > tableAfter }
-
-// NewKeyFromSeed is ed25519.NewKeyFromSeed. It panics, as that does, if
-// seed is not ed25519.SeedSize bytes.
+// NewKeyFromSeed is ed25519.NewKeyFromSeed, byte for byte, without
+// crypto/ed25519's table: a process derives its key once. It panics, as
+// that does, if seed is not ed25519.SeedSize bytes.
 func NewKeyFromSeed(seed []byte) ed25519.PrivateKey {
-	if len(seed) != ed25519.SeedSize || withTable() {
+	if len(seed) != ed25519.SeedSize {
 		return ed25519.NewKeyFromSeed(seed)
 	}
 	return newKeyFromSeed(seed)
@@ -41,16 +32,10 @@ func newKeyFromSeed(seed []byte) ed25519.PrivateKey {
 	return priv
 }
 
-// Sign is ed25519.Sign (pure Ed25519, RFC 8032). It panics, as that does,
-// if priv is not ed25519.PrivateKeySize bytes.
-func Sign(priv ed25519.PrivateKey, msg []byte) []byte {
-	if len(priv) != ed25519.PrivateKeySize || withTable() {
-		return ed25519.Sign(priv, msg)
-	}
-	return sign(priv, msg)
-}
-
-// sign is Sign without the table, for a private key of the right size.
+// sign is ed25519.Sign without crypto/ed25519's table: RFC 8032's
+// signing, with edwards25519's constant-time multiplication of any point in
+// place of the table-based one of the base point, for a private key of the
+// right size.
 func sign(priv ed25519.PrivateKey, msg []byte) []byte {
 	seed, pub := priv[:ed25519.SeedSize], priv[ed25519.SeedSize:]
 	h := sha512.Sum512(seed)

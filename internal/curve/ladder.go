@@ -3,7 +3,6 @@ package curve
 import (
 	"crypto/subtle"
 	"errors"
-	"sync/atomic"
 
 	"filippo.io/edwards25519"
 	"filippo.io/edwards25519/field"
@@ -14,24 +13,19 @@ import (
 // crypto/ecdh computes the share whenever it makes a private key, so
 // making one and then taking the secret costs two Montgomery ladders
 // whatever the share is computed with. These functions take the scalar as
-// bytes instead: the secret is one ladder (RFC 7748, section 5), and past
-// shareTableAfter shares the share comes from a fixed-base table on the
-// Edwards form of the curve, about three times cheaper. Tests check both
-// against crypto/ecdh and against RFC 7748's vectors.
-
-// shareTableAfter is how many shares a process computes with the ladder
-// before it builds the table of base-point multiples, which costs about as
-// much as a few dozen shares once. declare seals a bundle per node; apply
-// seals one report and should not pay for the table.
-const shareTableAfter = 32
-
-var shares atomic.Int64
+// bytes instead: the secret is one ladder (RFC 7748, section 5), and the
+// share is a ladder too or, in a Batch that seals many, comes from a
+// fixed-base table on the Edwards form of the curve, which is cheaper once
+// the table is built. Tests check both against crypto/ecdh and against RFC
+// 7748's vectors.
 
 var basepoint = [32]byte{9}
 
-// x25519Share returns X25519(k, 9), the public share of scalar k.
-func x25519Share(k *[32]byte) []byte {
-	if shares.Add(1) <= shareTableAfter {
+// x25519Share returns X25519(k, 9), the public share of scalar k, with
+// the ladder or, with fromTable, from edwards25519's table of base-point
+// multiples.
+func x25519Share(k *[32]byte, fromTable bool) []byte {
+	if !fromTable {
 		out := x25519Ladder(k, basepoint[:])
 		return out[:]
 	}

@@ -14,10 +14,9 @@ import (
 
 // The age X25519 recipient stanza, written here with fewer scalar
 // multiplications than age's X25519Recipient spends: one ladder plus the
-// ephemeral share, which comes from a table once a process seals often
-// (see ladder.go). Measured, that is about a fifth of declare for
-// many nodes. Opening is left to age's own X25519Identity: it spends one
-// ladder per stanza too, and saves nothing to replace. The stanza on the
+// ephemeral share, which comes from a table in a Batch that seals many
+// (see ladder.go). Opening is left to age's own X25519Identity: it spends
+// one ladder per stanza too, and saves nothing to replace. The stanza on the
 // wire is the one age specifies: type "X25519", the ephemeral share in
 // unpadded base64, and the file key sealed with ChaCha20-Poly1305 under
 // HKDF-SHA-256(shared secret, salt = share || recipient, info = label).
@@ -29,7 +28,22 @@ var stanzaBase64 = base64.RawStdEncoding.Strict()
 
 // x25519Recipient wraps file keys for one age X25519 public key.
 type x25519Recipient struct {
-	pub *ecdh.PublicKey
+	pub        *ecdh.PublicKey
+	shareTable bool // take the ephemeral share from the table
+}
+
+// newX25519Recipient is r, taking ephemeral shares from the table when
+// shareTable is set.
+func newX25519Recipient(r *age.X25519Recipient, shareTable bool) (x25519Recipient, error) {
+	pub, err := AgePoint(r)
+	if err != nil {
+		return x25519Recipient{}, err
+	}
+	k, err := ecdh.X25519().NewPublicKey(pub)
+	if err != nil {
+		return x25519Recipient{}, err
+	}
+	return x25519Recipient{pub: k, shareTable: shareTable}, nil
 }
 
 func (r x25519Recipient) Wrap(fileKey []byte) ([]*age.Stanza, error) {
@@ -37,7 +51,7 @@ func (r x25519Recipient) Wrap(fileKey []byte) ([]*age.Stanza, error) {
 	if _, err := rand.Read(eph[:]); err != nil {
 		return nil, err
 	}
-	share := x25519Share(&eph)
+	share := x25519Share(&eph, r.shareTable)
 	secret, err := x25519Secret(&eph, r.pub.Bytes())
 	if err != nil {
 		return nil, fmt.Errorf("X25519 recipient: %v", err)
@@ -69,21 +83,4 @@ func x25519Seal(secret, share, recipient, fileKey []byte) ([]byte, error) {
 	// Each wrapping key is derived from a fresh ephemeral share, so the
 	// fixed nonce is never reused under one key (as age specifies).
 	return aead.Seal(nil, make([]byte, aead.NonceSize()), fileKey, nil), nil
-}
-
-// Recipients returns rs with each stock age X25519 recipient replaced by
-// the equivalent x25519Recipient; any other kind is kept as it is.
-func Recipients(rs []age.Recipient) []age.Recipient {
-	out := make([]age.Recipient, len(rs))
-	for i, r := range rs {
-		out[i] = r
-		if x, ok := r.(*age.X25519Recipient); ok {
-			if pub, err := AgePoint(x); err == nil {
-				if k, err := ecdh.X25519().NewPublicKey(pub); err == nil {
-					out[i] = x25519Recipient{pub: k}
-				}
-			}
-		}
-	}
-	return out
 }

@@ -31,22 +31,24 @@ func ageRoundTrip(t *testing.T, r age.Recipient, id age.Identity, msg []byte) ([
 	return io.ReadAll(rd)
 }
 
-// The stanza this package writes is age's: age's own identity opens it,
-// and only the identity it was sealed to.
+// The stanza this package writes is age's, whether its share comes from
+// the ladder or the table: age's own identity opens it, and only the
+// identity it was sealed to.
 func TestX25519InteroperatesWithAge(t *testing.T) {
 	msg := []byte("the file key travels in an X25519 stanza")
 	other, err := age.GenerateX25519Identity()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 20 {
+	for i := range 40 {
 		stock, err := age.GenerateX25519Identity()
 		if err != nil {
 			t.Fatal(err)
 		}
-		fast := Recipients([]age.Recipient{stock.Recipient()})[0]
-		if _, ok := fast.(x25519Recipient); !ok {
-			t.Fatalf("recipient %s was not converted", stock.Recipient())
+		b := BatchOf(i % 2 * 1000)
+		fast := b.Recipients([]age.Recipient{stock.Recipient()})[0]
+		if x, ok := fast.(x25519Recipient); !ok || x.shareTable != b.shareTable {
+			t.Fatalf("recipient %s was not converted for %+v: %#v", stock.Recipient(), b, fast)
 		}
 		got, err := ageRoundTrip(t, fast, stock, msg)
 		if err != nil {
@@ -71,8 +73,10 @@ func TestX25519SealToLowOrderPointRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Recipients([]age.Recipient{r})[0].Wrap(make([]byte, 16)); err == nil {
-			t.Errorf("%s: wrapped a file key for a low-order point", s)
+		for _, b := range []Batch{BatchOf(1), BatchOf(1000)} {
+			if _, err := b.Recipients([]age.Recipient{r})[0].Wrap(make([]byte, 16)); err == nil {
+				t.Errorf("%s: %+v wrapped a file key for a low-order point", s, b)
+			}
 		}
 	}
 }

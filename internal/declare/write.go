@@ -34,6 +34,7 @@ func (p *plan) write(ctx context.Context, m *mesh.Mesh, gen uint64, prev *genera
 	// A node whose bundle cannot be sealed gets nothing and is listed
 	// with the reason; the others still get the generation.
 	unsealable := make([]string, len(p.nodes))
+	sealer := bundle.NewSealer(len(p.nodes) + 1) // and the manifest
 	err := pipeline(ctx, len(p.nodes), func(i int) (string, []byte, error) {
 		np := &p.nodes[i]
 		rcpt, err := np.id.Host.Recipient()
@@ -45,7 +46,7 @@ func (p *plan) write(ctx context.Context, m *mesh.Mesh, gen uint64, prev *genera
 		defer buffers.Put(buf)
 		buf.Reset()
 		p.encodeDeclaration(buf, np, gen, run, now, rec, i)
-		data, err := bundle.Seal(buf.Bytes(), generation.DeclCtx(gen, run, np.id.NodeID), m.Pair.Sign, rcpt)
+		data, err := sealer.Seal(buf.Bytes(), generation.DeclCtx(gen, run, np.id.NodeID), m.Pair.Sign, rcpt)
 		if err != nil {
 			unsealable[i] = "sealing its bundle failed: " + err.Error()
 			if verr := keys.VetRecipient(rcpt); verr != nil {
@@ -61,7 +62,7 @@ func (p *plan) write(ctx context.Context, m *mesh.Mesh, gen uint64, prev *genera
 		return nil, fmt.Errorf("write the declarations of generation %d: %w (nothing was committed)", gen, err)
 	}
 	p.drop(unsealable)
-	data, err := bundle.SealTOML(p.manifest(gen, run, now), generation.ManifestCtx(gen, run), m.Pair.Sign, m.Pair.Age.Recipient())
+	data, err := sealer.SealTOML(p.manifest(gen, run, now), generation.ManifestCtx(gen, run), m.Pair.Sign, m.Pair.Age.Recipient())
 	if err != nil {
 		return nil, err
 	}

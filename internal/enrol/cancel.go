@@ -61,6 +61,7 @@ func Cancel(ctx context.Context, m *mesh.Mesh, o CancelOptions) (*CancelResult, 
 		return nil, err
 	}
 	res := &CancelResult{}
+	sealer := bundle.NewSealer(len(tokens))
 	for _, is := range tokens {
 		a := reg.Admitted[is.TokenID]
 		if a == nil && !o.Now.Before(is.Expires) {
@@ -69,7 +70,7 @@ func Cancel(ctx context.Context, m *mesh.Mesh, o CancelOptions) (*CancelResult, 
 		}
 		if a == nil {
 			c := &Admission{Version: recordVersion, TokenID: is.TokenID, Name: is.Name, CancelledAt: o.Now.UTC(), CancelReason: o.Reason}
-			data, err := bundle.SealTOML(c, admitCtx(is.TokenID), m.Pair.Sign, m.Pair.Age.Recipient())
+			data, err := sealer.SealTOML(c, admitCtx(is.TokenID), m.Pair.Sign, m.Pair.Age.Recipient())
 			if err != nil {
 				return nil, err
 			}
