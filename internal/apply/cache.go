@@ -29,7 +29,9 @@ import (
 // signing key: it holds the declaration's plaintext, secrets included, so
 // it is as private as the host key beside it, and nothing but this host can
 // write one that opens. A cache that does not open, torn by a crash or
-// tampered with, is a miss; it is not fsynced for that reason.
+// tampered with, is a miss; it is not fsynced for that reason. The
+// plaintext is generation.NodeDeclaration's EncodeCache: cacheVersion
+// changes whenever its layout does.
 const (
 	cacheFile    = "declaration.cache"
 	cacheVersion = "muster declaration cache v4"
@@ -77,7 +79,7 @@ func loadCachedDeclaration(dir string, sign ed25519.PrivateKey, name string, sum
 		return nil, false
 	}
 	// plain is never written again and nothing else refers to it.
-	nd, err := decodeCachedDeclaration(unsafe.String(&plain[0], len(plain)))
+	nd, err := generation.DecodeCache(unsafe.String(&plain[0], len(plain)))
 	if err != nil {
 		return nil, false
 	}
@@ -87,7 +89,7 @@ func loadCachedDeclaration(dir string, sign ed25519.PrivateKey, name string, sum
 // saveCachedDeclaration replaces the cache; errors are returned for tests
 // but a run goes on without a cache.
 func saveCachedDeclaration(dir string, sign ed25519.PrivateKey, name string, sum [32]byte, version string, nd *generation.NodeDeclaration) error {
-	plain := encodeCachedDeclaration(nd)
+	plain := nd.EncodeCache()
 	aead, err := cacheAEAD(sign)
 	if err != nil {
 		return err

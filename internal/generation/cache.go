@@ -1,22 +1,22 @@
-package apply
+package generation
 
 import (
 	"errors"
 
 	"github.com/muster-tool/muster/internal/bincode"
-
-	"github.com/muster-tool/muster/internal/generation"
 	"github.com/muster-tool/muster/internal/ledger"
 	"github.com/muster-tool/muster/internal/resource"
 )
 
-// The declaration cache holds a NodeDeclaration in bincode's plain binary
-// layout, written field by field: a timer-started apply is a fresh process,
-// and a reflective codec (gob) pays for compiling its type information on
-// every run, which cost more than observing a thousand files. A bool is 0
+// A host keeps the declaration it verified last in a cache (see
+// internal/apply), as a NodeDeclaration in bincode's plain binary layout,
+// written field by field: a timer-started apply is a fresh process, and a
+// reflective codec (gob) pays for compiling its type information on every
+// run, which costs more than observing the files it declares. A bool is 0
 // or 1, an optional bool 0 (nil), 1 (false) or 2 (true), an optional int 0
-// (nil) or 1 and the int. The layout is private to this file and versioned
-// by cacheVersion; a cache that does not decode is a miss.
+// (nil) or 1 and the int. The layout is
+// versioned by the file that holds it (apply's cacheVersion), which must
+// change with it; a cache that does not decode is a miss.
 // TestCacheCodecCoversEveryField fails when a field is added to one of the
 // types without being added here.
 
@@ -58,7 +58,8 @@ func (e *cacheEncoder) strs(l []string) {
 	}
 }
 
-func encodeCachedDeclaration(nd *generation.NodeDeclaration) []byte {
+// EncodeCache returns nd in the cache's layout.
+func (nd *NodeDeclaration) EncodeCache() []byte {
 	e := &cacheEncoder{bincode.Encoder{B: make([]byte, 0, 4096)}}
 	e.Int(int64(nd.Version))
 	e.Uint(nd.Generation)
@@ -151,11 +152,11 @@ func (d *cacheDecoder) strs() []string {
 	return l
 }
 
-// decodeCachedDeclaration decodes a cache whose bytes are in s. The
-// strings of the declaration are slices of s.
-func decodeCachedDeclaration(s string) (*generation.NodeDeclaration, error) {
+// DecodeCache decodes what EncodeCache wrote, from s. The strings of the
+// declaration are slices of s.
+func DecodeCache(s string) (*NodeDeclaration, error) {
 	d := &cacheDecoder{bincode.Decoder{S: s}}
-	nd := &generation.NodeDeclaration{}
+	nd := &NodeDeclaration{}
 	nd.Version = int(d.Int())
 	nd.Generation = d.Uint()
 	nd.Run = d.Str()

@@ -1,21 +1,19 @@
-package apply
+package generation
 
 import (
 	"reflect"
 	"testing"
 
 	"github.com/muster-tool/muster/internal/testutil/fill"
-
-	"github.com/muster-tool/muster/internal/generation"
 )
 
 func TestCacheCodecCoversEveryField(t *testing.T) {
-	var nd generation.NodeDeclaration
+	var nd NodeDeclaration
 	fill.Value(reflect.ValueOf(&nd).Elem())
 	f := false
 	nd.Resources[1].Running = &f // nil, false and true all travel
 	nd.Resources[1].Enabled = nil
-	got, err := decodeCachedDeclaration(string(encodeCachedDeclaration(&nd)))
+	got, err := DecodeCache(string(nd.EncodeCache()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,19 +23,19 @@ func TestCacheCodecCoversEveryField(t *testing.T) {
 }
 
 func TestCacheCodecRefusesDamage(t *testing.T) {
-	var nd generation.NodeDeclaration
+	var nd NodeDeclaration
 	fill.Value(reflect.ValueOf(&nd).Elem())
-	b := encodeCachedDeclaration(&nd)
+	b := nd.EncodeCache()
 	for i := range len(b) {
-		if _, err := decodeCachedDeclaration(string(b[:i])); err == nil {
+		if _, err := DecodeCache(string(b[:i])); err == nil {
 			t.Fatalf("a cache cut to %d of %d bytes decoded", i, len(b))
 		}
 	}
-	if _, err := decodeCachedDeclaration(string(append(b, 0))); err == nil {
+	if _, err := DecodeCache(string(append(b, 0))); err == nil {
 		t.Fatal("a cache with a trailing byte decoded")
 	}
 	// A huge length is refused, not allocated.
-	if _, err := decodeCachedDeclaration(string([]byte{0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})); err == nil {
+	if _, err := DecodeCache(string([]byte{0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})); err == nil {
 		t.Fatal("a cache with an impossible length decoded")
 	}
 }
