@@ -1,11 +1,6 @@
 package apply
 
-// For the black-box tests: the fingerprints file's name and codec.
-var (
-	EncodeFingerprints = encodeFingerprints
-	DecodeFingerprints = decodeFingerprints
-)
-
+// For the black-box tests: the fingerprints file's name.
 const FingerprintFile = fingerprintFile
 
 // PersistSteps are the steps of the end of a run, in order.

@@ -24,7 +24,7 @@ func readFingerprints(t *testing.T, h *testHost) []resource.Fingerprint {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fps, err := apply.DecodeFingerprints(data)
+	fps, err := resource.DecodeFingerprints(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestFingerprintsAcrossRuns(t *testing.T) {
 	}
 	fps[1] = resource.Fingerprint{Path: "/srv/app/app.conf", Dev: st.Dev, Ino: st.Ino, Size: st.Size,
 		Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(), Digest: sha256.Sum256([]byte("listen = 8080\n"))}
-	if err := os.WriteFile(fpPath, apply.EncodeFingerprints(fps), 0o600); err != nil {
+	if err := os.WriteFile(fpPath, resource.EncodeFingerprints(fps), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	res := f.mustApply(h, settled)
