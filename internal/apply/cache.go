@@ -71,14 +71,14 @@ func loadCachedDeclaration(dir string, sign ed25519.PrivateKey, name string, sum
 		return nil, false
 	}
 	// Decrypted in place, and the declaration's strings point into the
-	// plaintext, so a thousand files' content is in memory once: every
-	// page a fresh process touches costs it a fault.
+	// plaintext, so every declared file's content is in memory once.
 	ct := data[aead.NonceSize():]
 	plain, err := aead.Open(ct[:0], data[:aead.NonceSize()], ct, cacheAD(name, sum, version))
 	if err != nil || len(plain) == 0 {
 		return nil, false
 	}
-	// plain is never written again and nothing else refers to it.
+	// Not copied: a second copy of the content shows in apply's peak
+	// memory. plain is never written again and nothing else refers to it.
 	nd, err := generation.DecodeCache(unsafe.String(&plain[0], len(plain)))
 	if err != nil {
 		return nil, false

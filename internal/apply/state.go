@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/muster-tool/muster/internal/host"
 	"github.com/muster-tool/muster/internal/tomlfile"
@@ -149,9 +148,7 @@ func loadLedger(dir string, key stateKey) (ledger.Ledger, bool, error) {
 	if data, err = key.open(data); err != nil {
 		return nil, false, fault.WithHint(fault.Refusedf("ledger %s refused: %v", path, err), recoverHint(path))
 	}
-	// The entries' strings point into the file's bytes, which are never
-	// written again: every page a fresh process touches costs it a fault.
-	l, err := parseLedger(unsafe.String(unsafe.SliceData(data), len(data)))
+	l, err := parseLedger(string(data))
 	if err != nil {
 		return nil, false, fault.WithHint(fmt.Errorf("ledger %s is corrupt: %v", path, err), recoverHint(path))
 	}

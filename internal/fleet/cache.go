@@ -177,10 +177,10 @@ func readCache(path, spool, mesh string) (*cacheData, error) {
 	if got := sha256.Sum256(payload); !bytes.Equal(got[:], sum) {
 		return nil, fmt.Errorf("checksum does not match: the file is damaged")
 	}
-	// The facts' strings point into payload rather than being copied one
-	// by one; payload is never written again and nothing else refers to
-	// it. decodeCache checks the format version, as the layout depends on
-	// it.
+	// The facts' strings point into payload rather than being copied: a
+	// second copy of the cache shows in report's peak memory. payload is
+	// never written again and nothing else refers to it. decodeCache
+	// checks the format version, as the layout depends on it.
 	c, err := decodeCache(unsafe.String(unsafe.SliceData(payload), len(payload)))
 	if err != nil {
 		return nil, err

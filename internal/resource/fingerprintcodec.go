@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
-	"unsafe"
 
 	"github.com/muster-tool/muster/internal/bincode"
 )
@@ -21,8 +20,7 @@ const fingerprintHeader = "muster fingerprints v1\n"
 var errFingerprints = errors.New("fingerprints file is not whole")
 
 // DecodeFingerprints decodes what EncodeFingerprints wrote, refusing data
-// that is not whole. The paths point into data, which must not be written
-// afterwards.
+// that is not whole.
 func DecodeFingerprints(data []byte) ([]Fingerprint, error) {
 	if len(data) < len(fingerprintHeader)+sha256.Size || !bytes.HasPrefix(data, []byte(fingerprintHeader)) {
 		return nil, errFingerprints
@@ -31,8 +29,7 @@ func DecodeFingerprints(data []byte) ([]Fingerprint, error) {
 	if sha256.Sum256(body) != [sha256.Size]byte(sum) {
 		return nil, errFingerprints
 	}
-	// The paths point into data, which is never written again.
-	d := bincode.Decoder{S: unsafe.String(unsafe.SliceData(body), len(body))[len(fingerprintHeader):]}
+	d := bincode.Decoder{S: string(body[len(fingerprintHeader):])}
 	const least = 1 + 5 + sha256.Size // a path's length, five integers, the digest
 	fps := make([]Fingerprint, d.Count(least))
 	for i := range fps {
