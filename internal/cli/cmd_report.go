@@ -221,8 +221,9 @@ func printReport(w io.Writer, f format, o reportOptions, named bool, v *fleet.Vi
 // tuneGCForReading makes the garbage collector run less often while report
 // decodes many small bundles, each of which leaves only a few facts
 // behind: most of the allocation is garbage at once, and collecting it at
-// the default pace costs a fifth of the run. The memory limit bounds the
-// peak all the same. GOGC and GOMEMLIMIT in the environment still win.
+// the default pace costs much of the run (see the README's Performance
+// section). The memory limit bounds the peak all the same. GOGC and
+// GOMEMLIMIT in the environment still win.
 func tuneGCForReading() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)

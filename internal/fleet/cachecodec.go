@@ -11,10 +11,11 @@ import (
 )
 
 // The report cache's payload is cacheData in bincode's layout, written
-// field by field, as the declaration cache's is (internal/apply). Formats 1
+// field by field, as the declaration cache's is (internal/generation). Formats 1
 // and 2 were gob, which was linked in for this cache alone: its
-// initialisation cost every muster process half a millisecond at start-up,
-// apply on every host included, and it decoded the facts more slowly.
+// initialisation cost every muster process time at start-up (see the
+// README's Performance section), apply on every host included, and it
+// decoded the facts more slowly.
 //
 // The format version comes first, as everything after it depends on it.
 // Integers are uvarints (varints where they may be negative), strings and
