@@ -42,6 +42,22 @@ func PutMany(ctx context.Context, sp Spool, objs []Object) error {
 	return nil
 }
 
+// newPutter is implemented by backends for which a put that does not ask
+// first whether the name is taken costs less (S3: no HEAD).
+type newPutter interface {
+	PutNew(ctx context.Context, name string, data []byte) error
+}
+
+// PutNew puts an object whose name no other object can have taken, such
+// as a report's, with Put's guarantees; a backend that can leaves out
+// what Put spends on names that may be taken (see S3.PutNew).
+func PutNew(ctx context.Context, sp Spool, name string, data []byte) error {
+	if np, ok := sp.(newPutter); ok {
+		return np.PutNew(ctx, name, data)
+	}
+	return sp.Put(ctx, name, data)
+}
+
 // putMany writes every temp file unsynced, makes them all durable with one
 // syncfs(2) of the spool's filesystem (or an fsync per file where syncfs
 // fails or does not reach the disk), places each under its name exactly as

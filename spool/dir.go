@@ -465,16 +465,7 @@ func (d *Dir) Delete(ctx context.Context, name string) error {
 // one node's reports costs the same in a spool of ten nodes or ten
 // thousand.
 func (d *Dir) List(ctx context.Context, prefix string, fn func(Info) error) error {
-	return d.walk(ctx, prefix, func(name string, e fs.DirEntry) error {
-		fi, err := e.Info()
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // deleted while we listed
-		}
-		if err != nil {
-			return d.fail("list", name, err)
-		}
-		return fn(Info{Name: name, Size: fi.Size()})
-	})
+	return d.ListAfter(ctx, prefix, "", fn)
 }
 
 // ListNames is List without the sizes: it calls fn with the name of each
@@ -713,3 +704,21 @@ type unavailableError struct{ err error }
 func (e *unavailableError) Error() string        { return e.err.Error() }
 func (e *unavailableError) Unwrap() error        { return e.err }
 func (e *unavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// ListAfter is List leaving out the names at or before after, without a
+// stat of any of them.
+func (d *Dir) ListAfter(ctx context.Context, prefix, after string, fn func(Info) error) error {
+	return d.walk(ctx, prefix, func(name string, e fs.DirEntry) error {
+		if name <= after {
+			return nil
+		}
+		fi, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // deleted while we listed
+		}
+		if err != nil {
+			return d.fail("list", name, err)
+		}
+		return fn(Info{Name: name, Size: fi.Size()})
+	})
+}

@@ -19,3 +19,27 @@ func ListQuick(ctx context.Context, sp Spool, prefix string, fn func(Info) error
 	}
 	return sp.List(ctx, prefix, fn)
 }
+
+// afterLister is implemented by backends that can start a listing past a
+// name without reading what comes before it (S3's StartAfter, a directory
+// that skips the stat of each earlier object).
+type afterLister interface {
+	ListAfter(ctx context.Context, prefix, after string, fn func(Info) error) error
+}
+
+// ListAfter lists like List, leaving out the objects whose names sort at
+// or before after: a caller that knows the spool up to a name, such as
+// the commit it applied, pays only for what is newer. A backend that
+// cannot start past a name lists from the start, and the names are left
+// out here.
+func ListAfter(ctx context.Context, sp Spool, prefix, after string, fn func(Info) error) error {
+	if al, ok := sp.(afterLister); ok {
+		return al.ListAfter(ctx, prefix, after, fn)
+	}
+	return sp.List(ctx, prefix, func(i Info) error {
+		if i.Name <= after {
+			return nil
+		}
+		return fn(i)
+	})
+}

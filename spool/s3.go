@@ -246,11 +246,8 @@ func (s *S3) putMany(ctx context.Context, objs []Object) error {
 // If-None-Match leaves a window between the HEAD and the PUT in which a
 // second writer can replace the object (see doc.go).
 func (s *S3) Put(ctx context.Context, name string, data []byte) error {
-	if err := s.check(ctx, "put", name); err != nil {
+	if err := s.checkPut(ctx, name); err != nil {
 		return err
-	}
-	if len(s.key(name)) > maxKeyLen {
-		return fmt.Errorf("%w %q: with the spool's prefix %q the key is %d bytes, and S3 allows %d", ErrBadName, name, s.cfg.Prefix, len(s.key(name)), maxKeyLen)
 	}
 	_, err := s.store.Head(ctx, s.key(name))
 	if err == nil {
@@ -264,6 +261,37 @@ func (s *S3) Put(ctx context.Context, name string, data []byte) error {
 		return s.compare(ctx, name, data)
 	}
 	return s.failed(ctx, "put", name, err)
+}
+
+// PutNew is Put for a name no other object can have taken, such as a
+// report's (node, generation and a sequence number of nanoseconds): it
+// sends the conditional PUT without asking first, which saves the HEAD
+// that Put spends so that re-putting an object costs no upload. Its
+// guarantees are Put's on a store that honours If-None-Match (AWS S3,
+// Ceph RGW, MinIO, versitygw); on one that does not, a PUT of a name that
+// exists replaces the object, which for a name of one writer's making
+// can only be that writer sending the same bytes again.
+func (s *S3) PutNew(ctx context.Context, name string, data []byte) error {
+	if err := s.checkPut(ctx, name); err != nil {
+		return err
+	}
+	err := s.store.PutIfAbsent(ctx, s.key(name), data)
+	if errors.Is(err, s3client.ErrExists) {
+		return s.compare(ctx, name, data)
+	}
+	return s.failed(ctx, "put", name, err)
+}
+
+// checkPut is check for a put, which also refuses a key longer than S3
+// allows.
+func (s *S3) checkPut(ctx context.Context, name string) error {
+	if err := s.check(ctx, "put", name); err != nil {
+		return err
+	}
+	if len(s.key(name)) > maxKeyLen {
+		return fmt.Errorf("%w %q: with the spool's prefix %q the key is %d bytes, and S3 allows %d", ErrBadName, name, s.cfg.Prefix, len(s.key(name)), maxKeyLen)
+	}
+	return nil
 }
 
 // check refuses a bad name, and a request whose context is done before it
@@ -377,6 +405,14 @@ func (s *S3) Delete(ctx context.Context, name string) error {
 // the prefix asked for is an error: the listing cannot be trusted, and
 // skipping such a key could hide an object or show one twice.
 func (s *S3) List(ctx context.Context, prefix string, fn func(Info) error) error {
+	return s.ListAfter(ctx, prefix, "", fn)
+}
+
+// ListAfter is List that leaves out the names at or before after, which
+// the store does not send (StartAfter): a listing past what a caller
+// knows costs one request per PageSize newer objects, however many came
+// before. Each object's ETag comes with it.
+func (s *S3) ListAfter(ctx context.Context, prefix, after string, fn func(Info) error) error {
 	if err := ValidPrefix(prefix); err != nil {
 		return err
 	}
@@ -385,6 +421,9 @@ func (s *S3) List(ctx context.Context, prefix string, fn func(Info) error) error
 		return fmt.Errorf("spool %s: %s: %w", s, op, err)
 	}
 	q := s3client.ListQuery{Prefix: s.base + prefix, Max: s.cfg.PageSize}
+	if after != "" {
+		q.StartAfter = s.base + after
+	}
 	last := ""
 	for {
 		page, err := s.store.List(ctx, q)
@@ -401,10 +440,12 @@ func (s *S3) List(ctx context.Context, prefix string, fn func(Info) error) error
 			}
 			last = k.Key
 			name := strings.TrimPrefix(k.Key, s.base)
-			if ValidName(name) != nil {
+			if ValidName(name) != nil || after != "" && name <= after {
+				// The second: a store that does not know StartAfter
+				// lists from the start.
 				continue
 			}
-			if err := fn(Info{Name: name, Size: k.Size}); err != nil {
+			if err := fn(Info{Name: name, Size: k.Size, ETag: k.ETag}); err != nil {
 				return err
 			}
 		}

@@ -48,6 +48,13 @@ type Spool interface {
 type Info struct {
 	Name string
 	Size int64
+	// ETag is the store's tag of the object's bytes as its listing gives
+	// it (S3's ETag), empty where the backend keeps none (a directory).
+	// An object's name and bytes never change, so a listing that shows
+	// a name with the tag it had before shows the object seen before: a
+	// caller that kept what it read then need not read it again. A tag
+	// is the store's word, not a digest to verify against.
+	ETag string
 }
 
 // DefaultMaxObject bounds Get when the caller gives no limit.

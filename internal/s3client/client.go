@@ -323,8 +323,12 @@ func (c *Client) Delete(ctx context.Context, key string) error {
 // ListQuery asks for one page of a listing (ListObjectsV2).
 type ListQuery struct {
 	Prefix string // keys starting with it
-	Token  string // the previous page's Next, or "" for the first page
-	Max    int    // keys per page
+	// StartAfter, when set, leaves out the keys up to and including it:
+	// a listing that starts where a caller's knowledge ends costs no
+	// request for what it knows.
+	StartAfter string
+	Token      string // the previous page's Next, or "" for the first page
+	Max        int    // keys per page
 }
 
 // Page is one page of a listing, in the order the store sent.
@@ -335,10 +339,12 @@ type Page struct {
 	Next string
 }
 
-// Key is one key of a listing and its object's size.
+// Key is one key of a listing, its object's size and its ETag as the
+// store sent it (quotes removed): the store's tag of the object's bytes.
 type Key struct {
 	Key  string
 	Size int64
+	ETag string
 }
 
 // List asks for one page of the keys starting with q.Prefix. Keys come
@@ -354,6 +360,9 @@ func (c *Client) List(ctx context.Context, q ListQuery) (Page, error) {
 	if q.Token != "" {
 		in.ContinuationToken = &q.Token
 	}
+	if q.StartAfter != "" {
+		in.StartAfter = &q.StartAfter
+	}
 	out, err := call(ctx, c, "", func(api *s3.Client, region func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
 		return api.ListObjectsV2(ctx, in, region)
 	})
@@ -368,7 +377,7 @@ func (c *Client) List(ctx context.Context, q ListQuery) (Page, error) {
 				return Page{}, fmt.Errorf("listing: key: %w", err)
 			}
 		}
-		p.Keys = append(p.Keys, Key{Key: k, Size: aws.ToInt64(o.Size)})
+		p.Keys = append(p.Keys, Key{Key: k, Size: aws.ToInt64(o.Size), ETag: strings.Trim(aws.ToString(o.ETag), `"`)})
 	}
 	if aws.ToBool(out.IsTruncated) {
 		if p.Next = aws.ToString(out.NextContinuationToken); p.Next == "" {

@@ -39,6 +39,8 @@ func Run(t *testing.T, open func(t *testing.T) spool.Spool) {
 		{"ListOrderAndBoundaries", testListBoundaries},
 		{"ListMatchesPrefixFilter", testListProperty},
 		{"ListStopsOnError", testListStops},
+		{"ListAfter", testListAfter},
+		{"PutNew", testPutNew},
 		{"Canceled", testCanceled},
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"ReaderNeverSeesPartialObject", testNoPartialReads},
@@ -598,4 +600,75 @@ func testNoPartialReads(t *testing.T, s spool.Spool) {
 		t.Fatal(writeErr)
 	}
 	t.Logf("%d polls", polls)
+}
+
+// testListAfter checks spool.ListAfter against List: the same objects,
+// less those at or before the name given, whether or not that name is an
+// object; where the backend gives ETags, an object keeps its tag and two
+// objects with other bytes have other tags.
+func testListAfter(t *testing.T, s spool.Spool) {
+	all := []string{"commit/01", "commit/02", "commit/02x", "commit/03", "commit/05", "report/a"}
+	for _, n := range all {
+		put(t, s, n, []byte("bytes of "+n))
+	}
+	listAfter := func(prefix, after string) []spool.Info {
+		var got []spool.Info
+		if err := spool.ListAfter(t.Context(), s, prefix, after, func(i spool.Info) error {
+			got = append(got, i)
+			return nil
+		}); err != nil {
+			t.Fatalf("ListAfter(%q, %q): %v", prefix, after, err)
+		}
+		return got
+	}
+	for _, tc := range []struct {
+		prefix, after string
+		want          []string
+	}{
+		{"commit/", "", all[:5]},
+		{"commit/", "commit/01", all[1:5]},
+		{"commit/", "commit/02", all[2:5]},
+		{"commit/", "commit/04", all[4:5]},
+		{"commit/", "commit/05", nil},
+		{"commit/", "commit/", all[:5]},
+		{"", "commit/05", all[5:]},
+		{"report/", "commit/02", all[5:]},
+	} {
+		if got := names(listAfter(tc.prefix, tc.after)); !slices.Equal(got, tc.want) {
+			t.Errorf("ListAfter(%q, %q) = %q, want %q", tc.prefix, tc.after, got, tc.want)
+		}
+	}
+	first := listAfter("commit/", "")
+	for i, info := range listAfter("commit/", "") {
+		if info != first[i] {
+			t.Errorf("listed twice, %s is %+v, then %+v", info.Name, first[i], info)
+		}
+		if info.Size != int64(len("bytes of "+info.Name)) {
+			t.Errorf("%s: size %d", info.Name, info.Size)
+		}
+		if info.ETag != "" && i > 0 && info.ETag == first[i-1].ETag {
+			t.Errorf("%s and %s, other bytes, have one ETag %q", info.Name, first[i-1].Name, info.ETag)
+		}
+	}
+}
+
+// testPutNew checks spool.PutNew: Put's guarantees for a name no one
+// else uses, and the same refusal of other bytes under a taken name.
+func testPutNew(t *testing.T, s spool.Spool) {
+	ctx := t.Context()
+	if err := spool.PutNew(ctx, s, "report/n/1", []byte("one")); err != nil {
+		t.Fatalf("PutNew: %v", err)
+	}
+	if got := get(t, s, "report/n/1"); string(got) != "one" {
+		t.Errorf("Get after PutNew = %q", got)
+	}
+	if err := spool.PutNew(ctx, s, "report/n/1", []byte("one")); err != nil {
+		t.Errorf("PutNew of the same bytes again: %v", err)
+	}
+	if err := spool.PutNew(ctx, s, "report/n/1", []byte("two")); !errors.Is(err, spool.ErrConflict) {
+		t.Errorf("PutNew of other bytes under a taken name: %v, want ErrConflict", err)
+	}
+	if got := get(t, s, "report/n/1"); string(got) != "one" {
+		t.Errorf("the object was replaced: %q", got)
+	}
 }
