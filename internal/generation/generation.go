@@ -61,6 +61,8 @@ type Commit struct {
 	// commit names as Previous. It is computed when the commit is read,
 	// never stored in it.
 	Digest string `toml:"-"`
+	// Data is the commit object's bytes, as read.
+	Data []byte `toml:"-"`
 }
 
 // Expired reports whether the commit carries an expiry that now is past.
@@ -176,19 +178,11 @@ func ManifestCtx(gen uint64, run string) bundle.Context {
 
 // Committed lists the committed generations, newest first.
 func Committed(ctx context.Context, sp spool.Spool) ([]uint64, error) {
-	var gens []uint64
-	err := sp.List(ctx, spool.CommitPrefix, func(i spool.Info) error {
-		g, err := spool.ParseCommitName(i.Name)
-		if err != nil {
-			return nil // spool verify reports strays
-		}
-		gens = append(gens, g)
-		return nil
-	})
-	for i, j := 0, len(gens)-1; i < j; i, j = i+1, j-1 {
-		gens[i], gens[j] = gens[j], gens[i]
+	h, err := LoadHistory(ctx, sp, nil)
+	if err != nil {
+		return nil, err
 	}
-	return gens, err
+	return h.listed, nil
 }
 
 // ReadCommit reads and verifies generation gen's commit. An error that is
@@ -224,7 +218,7 @@ func OpenCommit(data []byte, gen uint64, mesh ed25519.PublicKey) (*Commit, error
 	if (c.Previous == "") != (c.PreviousGeneration == 0) || c.PreviousGeneration >= gen {
 		return nil, &unverified{fmt.Errorf("commit of generation %d follows generation %d with digest %q", gen, c.PreviousGeneration, c.Previous)}
 	}
-	c.Digest = Digest(data)
+	c.Digest, c.Data = Digest(data), data
 	return &c, nil
 }
 

@@ -26,6 +26,8 @@ type History struct {
 	sp     spool.Spool
 	mesh   ed25519.PublicKey
 	listed []uint64 // generations with a commit object, newest first
+	etags  map[uint64]string
+	known  *Known
 	read   map[uint64]*Commit
 	junk   map[uint64]bool
 	// Skipped are the commits that failed verification, in the order
@@ -46,12 +48,56 @@ func (s Skipped) String() string {
 
 // LoadHistory lists the commits in sp; it reads none of them yet.
 func LoadHistory(ctx context.Context, sp spool.Spool, mesh ed25519.PublicKey) (*History, error) {
-	gens, err := Committed(ctx, sp)
+	return LoadHistoryFrom(ctx, sp, mesh, 0, nil)
+}
+
+// Known is a commit a reader verified before, with the store's tag of its
+// object (spool.Info.ETag) as a listing showed it then.
+type Known struct {
+	Generation uint64
+	ETag       string
+	Data       []byte
+}
+
+// LoadHistoryFrom lists the commits of generation from and newer (all of
+// them when from is 0): a host that applied generation from needs no
+// older one to find what to apply, and on S3 the listing starts there
+// (spool.ListAfter), so its cost does not grow with the generations
+// before. It reads none of them yet.
+//
+// When the listing shows known's generation with known's ETag, Commit
+// takes that commit from known.Data, verified again against the mesh's
+// key, instead of reading it: the object is the one read before. Any
+// other tag (a spool restored from another copy, a commit replaced in
+// place) or none (a directory) reads the object as usual, so the checks
+// made on the commit, its digest above all, are the same either way.
+func LoadHistoryFrom(ctx context.Context, sp spool.Spool, mesh ed25519.PublicKey, from uint64, known *Known) (*History, error) {
+	h := &History{sp: sp, mesh: mesh, etags: map[uint64]string{}, known: known, read: map[uint64]*Commit{}, junk: map[uint64]bool{}}
+	after := ""
+	if from > 0 {
+		after = spool.CommitName(from - 1)
+	}
+	err := spool.ListAfter(ctx, sp, spool.CommitPrefix, after, func(i spool.Info) error {
+		g, err := spool.ParseCommitName(i.Name)
+		if err != nil || g < from {
+			return nil // spool verify reports strays
+		}
+		h.listed = append(h.listed, g)
+		if i.ETag != "" {
+			h.etags[g] = i.ETag
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	return &History{sp: sp, mesh: mesh, listed: gens, read: map[uint64]*Commit{}, junk: map[uint64]bool{}}, nil
+	slices.Reverse(h.listed)
+	return h, nil
 }
+
+// ETag returns the tag the listing showed for generation gen's commit,
+// empty when it showed none.
+func (h *History) ETag(gen uint64) string { return h.etags[gen] }
 
 // HistoryOf is a History of commits already read and verified, such as a
 // cache holds; it reads nothing from a spool.
@@ -78,6 +124,14 @@ func (h *History) Commit(ctx context.Context, gen uint64) (*Commit, error) {
 	}
 	if h.junk[gen] || h.sp == nil {
 		return nil, nil
+	}
+	if k := h.known; k != nil && k.Generation == gen && k.ETag != "" && k.ETag == h.etags[gen] {
+		if c, err := OpenCommit(k.Data, gen, h.mesh); err == nil {
+			h.read[gen] = c
+			return c, nil
+		}
+		// Bytes kept that no longer verify (a damaged state file) are
+		// no reason to trust the store less: read the object.
 	}
 	c, err := ReadCommit(ctx, h.sp, gen, h.mesh)
 	switch {
