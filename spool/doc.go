@@ -180,7 +180,10 @@
 // conditional writes (AWS S3 does since 2024, and so does versitygw, which
 // the tests run against) when several declare runs may race. A PUT is atomic on every
 // S3 store: a reader sees the whole object or none, and an interrupted
-// upload leaves nothing.
+// upload leaves nothing. A report or a briefing, whose name only its
+// host writes, is put without the HEAD (PutNew): one request, and on a
+// store that ignores If-None-Match a second PUT of that name can only be
+// its host sending the same bytes again.
 //
 // List pages through the store's key listing (1000 keys a request) in key
 // order, which is bytewise name order; keys that are no valid name (folder
@@ -189,6 +192,9 @@
 // across pages) or outside the prefix asked for is an error, never
 // skipped: such a listing cannot be trusted to show every object once. A
 // page that fails is asked for again with the same continuation token.
+// ListAfter starts the listing past a name (StartAfter), so a host that
+// applied generation N lists the commits from N on, one request however
+// many came before; each key comes with its ETag.
 // Get refuses an object larger than its limit from the Content-Length,
 // and never reads more than the limit plus one byte. Stores that keep
 // objects as files (versitygw's posix backend) cannot hold "a/b" and

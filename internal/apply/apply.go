@@ -66,6 +66,9 @@ type Result struct {
 	outcome.Counts
 	// Where the report went.
 	Delivery
+	// Quiet: the report had nothing new to say and the last one went
+	// out less than the contact interval ago, so none was sent.
+	Quiet bool
 	// Restart: this apply installed a new muster that passed its
 	// self-check; the running one should exit for the restart.
 	Restart bool

@@ -21,10 +21,14 @@ import (
 // common case from a timer) does not decode the same TOML again: for a
 // thousand resources that decode costs more than observing them all.
 //
-// Every run still reads the declaration's bytes from the spool; the cache
-// is used only when their sha256 is the one verified when the cache was
-// written, for the same object name and the same muster version, so a
-// changed or forged object is verified in full (and refused) as before.
+// The cache is used only for the object name it was written for, by the
+// same muster version, and only when the object's sha256 is the one
+// verified when the cache was written, so a changed or forged object is
+// verified in full (and refused) as before. The one exception is the
+// declaration of the commit this host applied, when the spool still
+// holds that same commit (its digest checked as on every run): it is not
+// read again at all, because objects are write-once and this one was
+// verified when the cache was written (see fetchNewest).
 // The cache is sealed with AES-GCM under a key derived from the host's
 // signing key: it holds the declaration's plaintext, secrets included, so
 // it is as private as the host key beside it, and nothing but this host can
@@ -59,31 +63,36 @@ func cacheAEAD(sign ed25519.PrivateKey) (cipher.AEAD, error) {
 	return cipher.NewGCM(block)
 }
 
-// loadCachedDeclaration returns the cached declaration of object name if
-// the cache was written for exactly these bytes by this muster version.
-func loadCachedDeclaration(dir string, sign ed25519.PrivateKey, name string, sum [32]byte, version string) (*generation.NodeDeclaration, bool) {
+// loadCachedDeclaration returns the cached declaration of object name and
+// the sha256 of the bytes it was decoded from, if the cache was written
+// for that object by this muster version. The file starts with that sum,
+// which the sealing binds as it binds the name.
+func loadCachedDeclaration(dir string, sign ed25519.PrivateKey, name string, version string) (*generation.NodeDeclaration, [32]byte, bool) {
+	var sum [32]byte
 	data, err := os.ReadFile(filepath.Join(dir, cacheFile))
 	if err != nil {
-		return nil, false
+		return nil, sum, false
 	}
 	aead, err := cacheAEAD(sign)
-	if err != nil || len(data) < aead.NonceSize() {
-		return nil, false
+	if err != nil || len(data) < len(sum)+aead.NonceSize() {
+		return nil, sum, false
 	}
+	copy(sum[:], data)
+	data = data[len(sum):]
 	// Decrypted in place, and the declaration's strings point into the
 	// plaintext, so every declared file's content is in memory once.
 	ct := data[aead.NonceSize():]
 	plain, err := aead.Open(ct[:0], data[:aead.NonceSize()], ct, cacheAD(name, sum, version))
 	if err != nil || len(plain) == 0 {
-		return nil, false
+		return nil, sum, false
 	}
 	// Not copied: a second copy of the content shows in apply's peak
 	// memory. plain is never written again and nothing else refers to it.
 	nd, err := generation.DecodeCache(unsafe.String(&plain[0], len(plain)))
 	if err != nil {
-		return nil, false
+		return nil, sum, false
 	}
-	return nd, true
+	return nd, sum, true
 }
 
 // saveCachedDeclaration replaces the cache; errors are returned for tests
@@ -94,10 +103,12 @@ func saveCachedDeclaration(dir string, sign ed25519.PrivateKey, name string, sum
 	if err != nil {
 		return err
 	}
-	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(plain)+aead.Overhead())
+	head := make([]byte, len(sum)+aead.NonceSize(), len(sum)+aead.NonceSize()+len(plain)+aead.Overhead())
+	copy(head, sum[:])
+	nonce := head[len(sum):]
 	if _, err := rand.Read(nonce); err != nil {
 		return err
 	}
-	sealed := aead.Seal(nonce, nonce, plain, cacheAD(name, sum, version))
+	sealed := aead.Seal(head, nonce, plain, cacheAD(name, sum, version))
 	return atomicfile.WriteCache(filepath.Join(dir, cacheFile), sealed, 0o600)
 }

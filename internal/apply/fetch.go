@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/muster-tool/muster/internal/bundle"
@@ -24,8 +25,20 @@ import (
 //
 // A generation in skip is taken to have no declaration for this node (its
 // declaration did not verify).
-func findGeneration(ctx context.Context, sp spool.Spool, nodeID string, meshSign ed25519.PublicKey, st *State, skip map[uint64]bool) (f fetch) {
-	hist, err := generation.LoadHistory(ctx, sp, meshSign)
+//
+// Only the commits from the one applied on are listed, while the spool
+// holds that one: none older can be applied. When the spool still holds the commit applied, unchanged (the
+// listing shows the tag kept in st, or its digest is st.Commit), and
+// cached has this node's declaration of it, that declaration is taken as
+// it is (f.nd): no request is made for it.
+func findGeneration(ctx context.Context, sp spool.Spool, nodeID string, meshSign ed25519.PublicKey, st *State, skip map[uint64]bool, cached func(name string) *generation.NodeDeclaration) (f fetch) {
+	hist, err := generation.LoadHistoryFrom(ctx, sp, meshSign, st.Generation, st.known())
+	if err == nil && st.Generation > 0 && !slices.Contains(hist.Listed(), st.Generation) {
+		// The commit applied is gone: a rollback, a spool that is not
+		// mounted, or a partial copy. Refused below; the whole listing
+		// says what the spool holds instead.
+		hist, err = generation.LoadHistory(ctx, sp, meshSign)
+	}
 	if err != nil {
 		f.err = err
 		return f
@@ -43,6 +56,12 @@ func findGeneration(ctx context.Context, sp spool.Spool, nodeID string, meshSign
 		}
 		if c.Generation == last && !st.applied(c) {
 			return false, forkRefused(sp, fmt.Sprintf("the spool's commit of generation %d is %s, not %s, which this host applied", last, generation.ShortDigest(c.Digest), st.commitName()))
+		}
+		if c.Generation == last && st.Commit != "" && !skip[last] && cached != nil {
+			if nd := cached(spool.DeclName(c.Generation, c.Run, nodeID)); nd != nil {
+				chosen, f.nd = c, nd
+				return false, nil
+			}
 		}
 		_, err := sp.Stat(ctx, spool.DeclName(c.Generation, c.Run, nodeID))
 		if skip[c.Generation] {
@@ -108,7 +127,7 @@ func findGeneration(ctx context.Context, sp spool.Spool, nodeID string, meshSign
 			return f
 		}
 	}
-	f.gen, f.commit = chosen.Generation, chosen
+	f.gen, f.commit, f.etag = chosen.Generation, chosen, hist.ETag(chosen.Generation)
 	return f
 }
 
@@ -138,8 +157,10 @@ func forkRefused(sp spool.Spool, what string) error {
 type fetch struct {
 	gen, newest uint64
 	commit      *generation.Commit
-	nd          *generation.NodeDeclaration
-	skipped     []generation.Skipped
+	// etag is the store's tag of the commit's object, as listed.
+	etag    string
+	nd      *generation.NodeDeclaration
+	skipped []generation.Skipped
 	// junk are this node's declarations that did not verify, skipped.
 	junk []string
 	// notes say why nothing is declared, when that needs saying.
@@ -160,8 +181,15 @@ type fetch struct {
 func fetchNewest(ctx context.Context, o Options, meshSign ed25519.PublicKey, nodeID string, st *State) fetch {
 	skip := map[uint64]bool{}
 	var junk []string
+	cached := func(name string) *generation.NodeDeclaration {
+		nd, _, ok := loadCachedDeclaration(o.Config.State, o.Identity.Pair.Sign, name, o.Version)
+		if !ok {
+			return nil
+		}
+		return nd
+	}
 	for {
-		f := findGeneration(ctx, o.Spool, nodeID, meshSign, st, skip)
+		f := findGeneration(ctx, o.Spool, nodeID, meshSign, st, skip, cached)
 		f.junk = junk
 		if f.err == nil && f.gen < f.newest {
 			// The newest generation has nothing for this node: it may
@@ -170,7 +198,7 @@ func fetchNewest(ctx context.Context, o Options, meshSign ed25519.PublicKey, nod
 			// generation names costs no request for it.
 			f.err = revoked(ctx, o)
 		}
-		if f.err != nil || f.gen == 0 {
+		if f.err != nil || f.gen == 0 || f.nd != nil {
 			return f
 		}
 		f.nd, f.err = fetchDeclaration(ctx, o, meshSign, f.gen, f.commit.Run, nodeID)
@@ -211,8 +239,8 @@ func fetchDeclaration(ctx context.Context, o Options, meshSign ed25519.PublicKey
 	}
 	sum := sha256.Sum256(data)
 	state := o.Config.State
-	nd, cached := loadCachedDeclaration(state, o.Identity.Pair.Sign, name, sum, o.Version)
-	if !cached {
+	nd, csum, cached := loadCachedDeclaration(state, o.Identity.Pair.Sign, name, o.Version)
+	if cached = cached && csum == sum; !cached {
 		nd = new(generation.NodeDeclaration)
 		if err := bundle.OpenTOML(data, generation.DeclCtx(gen, run, nodeID), o.Identity.Pair.Age, meshSign, nd); err != nil {
 			return nil, fault.New(fault.Refused, fmt.Errorf("declaration %s refused: %w", name, err))

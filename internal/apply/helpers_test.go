@@ -51,6 +51,13 @@ func newFixture(t testing.TB) *fixture {
 	if err := os.Mkdir(sp, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return newFixtureAt(t, dir, sp)
+}
+
+// newFixtureAt is newFixture with the spool at location sp, such as an
+// S3 spool, and the rest in dir.
+func newFixtureAt(t testing.TB, dir, sp string) *fixture {
+	t.Helper()
 	ctx := context.Background()
 	m, err := mesh.Init(ctx, filepath.Join(dir, "mesh"), sp, time.Now())
 	if err != nil {

@@ -199,9 +199,11 @@ func TestExpiredGeneration(t *testing.T) {
 }
 
 // The generation this host applied is still committed but holds no
-// declaration for it any more (spool gc removed it, or the host was
-// enrolled again): nothing is declared for it, which is said, and which is
-// no rollback.
+// declaration for it any more (removed by hand: spool gc never removes the
+// newest generation's, or the host was enrolled again). A host that
+// holds that declaration in its cache keeps enforcing it, without reading
+// the object again; one that does not finds nothing declared for it, which
+// is said, and which is no rollback.
 func TestAppliedGenerationWithoutDeclarationIsNoRollback(t *testing.T) {
 	f := newFixture(t)
 	h := f.enrol("web-1")
@@ -212,6 +214,12 @@ func TestAppliedGenerationWithoutDeclarationIsNoRollback(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := f.m.Spool.Delete(f.ctx, spool.DeclName(gen, c.Run, f.options(h).Identity.NodeID())); err != nil {
+		t.Fatal(err)
+	}
+	if res := f.mustApply(h); res.Generation != gen {
+		t.Fatalf("apply from the cache: generation %d, want %d", res.Generation, gen)
+	}
+	if err := os.Remove(filepath.Join(h.state, "declaration.cache")); err != nil {
 		t.Fatal(err)
 	}
 	res, err := f.apply(h)

@@ -32,7 +32,8 @@ import (
 //  4. launcher: only now that the state holds a failed version may the
 //     launcher's rollback note go (upgrade.Upgrade.Saved).
 //  5. send: the outbox is flushed, this report last, or the report of an
-//     uneventful run is sent.
+//     uneventful run is sent, unless it has nothing new to say and the
+//     last one went out less than the contact interval ago (quiet.go).
 //  6. known-good: the binary that ran a whole run and whose report is out
 //     is kept as the one muster-launch restores.
 //
@@ -64,33 +65,41 @@ func (r *run) deliver(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendGrace)
 	defer cancel()
-	seq := uint64(o.Now().UnixNano())
-	name := spool.ReportName(r.nodeID, r.gen, seq)
-	rcpt, err := o.Identity.Mesh.Recipient()
-	if err != nil {
-		return err
-	}
-	// A report too big to send is cut to fit, failed and saying why; one
-	// that cannot be is an error: never a report silently not sent.
-	payload, rep, err := report.Fit(res.Report)
-	if err != nil {
-		return err
-	}
-	res.Report = rep
-	data, err := bundle.Seal(payload, report.Ctx(r.nodeID, r.gen, seq), o.Identity.Pair.Sign, rcpt)
-	if err != nil {
-		return err
+	// A run with nothing new to report sends it only once the last one
+	// sent is old enough (see quiet.go); it is then never sealed.
+	journal := res.Counts.Eventful() || len(r.notes) > 0
+	said := report.Said(res.Report)
+	res.Quiet = !journal && quiet(r.state, r.key, said, o.Now(), o.Config.Report.Interval())
+	var name string
+	var data []byte
+	if !res.Quiet {
+		seq := uint64(o.Now().UnixNano())
+		name = spool.ReportName(r.nodeID, r.gen, seq)
+		rcpt, err := o.Identity.Mesh.Recipient()
+		if err != nil {
+			return err
+		}
+		// A report too big to send is cut to fit, failed and saying why;
+		// one that cannot be is an error: never a report silently not
+		// sent.
+		payload, rep, err := report.Fit(res.Report)
+		if err != nil {
+			return err
+		}
+		res.Report = rep
+		if data, err = bundle.Seal(payload, report.Ctx(r.nodeID, r.gen, seq), o.Identity.Pair.Sign, rcpt); err != nil {
+			return err
+		}
 	}
 
 	// 1. report
-	journal := res.Counts.Eventful() || len(r.notes) > 0
 	if journal {
 		if err := outboxPut(r.state, name, data); err != nil {
 			// The state disk is full or failing. The spool may take
 			// the report directly; if it cannot either, the ledger is
 			// left as it was, so the next run reports these changes
 			// again (lostChange).
-			if serr := o.Spool.Put(ctx, name, data); serr != nil {
+			if serr := spool.PutNew(ctx, o.Spool, name, data); serr != nil {
 				return fault.WithHint(fault.New(fault.Temporary, fmt.Errorf("the report could not be kept in the outbox (%v) nor sent to spool %s (%v)", err, o.Spool, serr)),
 					"free space in the state directory "+r.state+" and make the spool reachable: the next run reports what this one changed")
 			}
@@ -114,19 +123,23 @@ func (r *run) deliver(ctx context.Context) error {
 	}
 	st, up := r.st, r.up
 	failedChanged := !slices.Equal(st.FailedVersions, up.Failed())
-	if keepErr == nil && (!r.hadState || r.briefed || st.Generation != r.gen || st.Run != r.commit.Run || st.Commit != r.commit.Digest || failedChanged) {
+	if keepErr == nil {
 		if st.Generation != r.gen {
 			st.AppliedAt = o.Now().UTC()
 		}
-		st.Generation, st.Run, st.Commit = r.gen, r.commit.Run, r.commit.Digest
+		changed := st.keepCommit(r.commit, r.f.etag)
 		st.FailedVersions = up.Failed()
-		keepErr = saveState(r.state, r.key, st)
+		if !r.hadState || changed || failedChanged || r.briefed {
+			keepErr = saveState(r.state, r.key, st)
+		}
 	}
 	if crashed("state") {
 		return errCrashed
 	}
 	if keepErr != nil {
-		r.send(ctx, name, data, journal)
+		if !res.Quiet {
+			r.send(ctx, name, data, journal)
+		}
 		return fault.WithHint(fault.New(fault.Temporary, fmt.Errorf("the host's state could not be kept: %w", keepErr)),
 			"free space in the state directory "+r.state+": the next run starts from the state before this one and reports what it changed")
 	}
@@ -141,8 +154,14 @@ func (r *run) deliver(ctx context.Context) error {
 	res.Restart = up.Restart()
 
 	// 5. send
-	if err := r.send(ctx, name, data, journal); err != nil {
-		return err
+	if !res.Quiet {
+		if err := r.send(ctx, name, data, journal); err != nil {
+			return err
+		}
+	}
+	if res.Sent {
+		// A cache: without it the next run sends its report.
+		_ = saveReported(r.state, r.key, reported{said: said, at: o.Now()})
 	}
 	if crashed("send") {
 		return errCrashed
@@ -178,7 +197,7 @@ func (r *run) send(ctx context.Context, name string, data []byte, journal bool) 
 	}
 	if !journal && !res.Sent {
 		if err == nil {
-			err = r.o.Spool.Put(ctx, name, data)
+			err = spool.PutNew(ctx, r.o.Spool, name, data)
 			res.Sent = err == nil
 		}
 		if err != nil {

@@ -275,10 +275,13 @@ func TestSecondApplyWhileOneRuns(t *testing.T) {
 	}
 }
 
-// The declaration cache never vouches for bytes it was not made from: when
-// the spool's object changes under the same name, the new bytes are
-// verified in full (and a forgery refused); a cache that does not open
-// (damaged, or sealed by another host) is ignored.
+// The declaration cache never vouches for bytes it was not made from: a
+// host that holds the declaration of the commit it applied, still
+// unchanged in the spool, does not read that object again, so a forgery
+// put in its place is never applied; once the object is read (here, the
+// cache gone) the new bytes are verified in full and a forgery refused. A
+// cache that does not open (damaged, or sealed by another host) is
+// ignored.
 func TestDeclarationCacheNeverVouchesForChangedObject(t *testing.T) {
 	f := newFixture(t)
 	h := f.enrol("web-1")
@@ -329,6 +332,15 @@ func TestDeclarationCacheNeverVouchesForChangedObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, obj, string(forged))
+	if res := f.mustApply(h); res.Failed != 0 || res.Unchanged != 4 {
+		t.Fatalf("apply from the cache: %d failed, %d unchanged", res.Failed, res.Unchanged)
+	}
+	if got := readFile(t, filepath.Join(h.root, "etc/motd")); got != "managed by muster\n" {
+		t.Errorf("motd %q: the forged declaration was applied", got)
+	}
+	if err := os.Remove(cache); err != nil {
+		t.Fatal(err)
+	}
 	_, err = f.apply(h)
 	wantRefused(t, err, "refused")
 	if got := readFile(t, filepath.Join(h.root, "etc/motd")); got != "managed by muster\n" {

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -39,6 +40,13 @@ type State struct {
 	// another commit of that generation, or a newer one whose history does
 	// not hold this one, is a fork and refused.
 	Commit string `toml:"commit,omitempty"`
+	// CommitETag and CommitObject are the store's tag of that commit's
+	// object as the spool's listing showed it (S3's ETag; empty for a
+	// directory) and the object's bytes, base64: a run whose listing
+	// shows the same tag verifies these bytes again instead of reading
+	// the object (see generation.LoadHistoryFrom).
+	CommitETag   string `toml:"commit_etag,omitempty"`
+	CommitObject string `toml:"commit_object,omitempty"`
 	// AppliedAt is when this host first applied Generation. Later runs
 	// of the same generation do not rewrite the file.
 	AppliedAt time.Time `toml:"applied_at"`
@@ -58,6 +66,34 @@ func (st *State) applied(c *generation.Commit) bool {
 		return c.Digest == st.Commit
 	}
 	return st.Run == "" || c.Run == st.Run
+}
+
+// known is the commit this host applied as generation.LoadHistoryFrom
+// takes it, or nil when the state keeps no tag for it or its bytes are
+// not the commit applied.
+func (st *State) known() *generation.Known {
+	if st.CommitETag == "" || st.Commit == "" {
+		return nil
+	}
+	data, err := base64.StdEncoding.DecodeString(st.CommitObject)
+	if err != nil || generation.Digest(data) != st.Commit {
+		return nil
+	}
+	return &generation.Known{Generation: st.Generation, ETag: st.CommitETag, Data: data}
+}
+
+// keepCommit records c, listed with tag etag, as the commit applied; it
+// reports whether that changed the state.
+func (st *State) keepCommit(c *generation.Commit, etag string) bool {
+	obj := ""
+	if etag != "" {
+		obj = base64.StdEncoding.EncodeToString(c.Data)
+	}
+	if st.Generation == c.Generation && st.Run == c.Run && st.Commit == c.Digest && st.CommitETag == etag && st.CommitObject == obj {
+		return false
+	}
+	st.Generation, st.Run, st.Commit, st.CommitETag, st.CommitObject = c.Generation, c.Run, c.Digest, etag, obj
+	return true
 }
 
 // commitName names the commit this host applied, for messages.
@@ -394,7 +430,7 @@ func flushOutbox(ctx context.Context, sp spool.Spool, state string) ([]string, e
 		if err != nil {
 			return sent, err
 		}
-		if err := sp.Put(ctx, it.name, data); err != nil {
+		if err := spool.PutNew(ctx, sp, it.name, data); err != nil {
 			return sent, err
 		}
 		if err := os.Remove(it.file); err != nil {

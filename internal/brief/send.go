@@ -32,7 +32,7 @@ func Send(ctx context.Context, sp spool.Spool, id *host.Identity, b *Briefing, s
 	if err != nil {
 		return err
 	}
-	if err := sp.Put(ctx, spool.BriefName(nodeID, seq), data); err != nil {
+	if err := spool.PutNew(ctx, sp, spool.BriefName(nodeID, seq), data); err != nil {
 		return fmt.Errorf("send briefing: %w", err)
 	}
 	return nil

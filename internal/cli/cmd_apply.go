@@ -310,7 +310,7 @@ func printApply(w io.Writer, res *apply.Result, dryRun bool) {
 // status.
 func applyStatus(env *Env, res *apply.Result, dryRun bool) error {
 	rep := res.Report
-	if !dryRun && !res.Sent {
+	if !dryRun && !res.Sent && !res.Quiet {
 		env.Warnf("report kept in the outbox, the next apply sends it: %v", res.SendError)
 	}
 	if rep.Outcome() == outcome.Failing {
@@ -319,7 +319,7 @@ func applyStatus(env *Env, res *apply.Result, dryRun bool) error {
 	if res.KnownGoodError != nil {
 		env.Warnf("keeping this muster as the known-good one: %v", res.KnownGoodError)
 	}
-	if !dryRun && !res.Sent {
+	if !dryRun && !res.Sent && !res.Quiet {
 		// The work is done, but the mesh cannot see it yet.
 		return quietly(fault.Temporary)
 	}

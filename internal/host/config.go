@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/muster-tool/muster/internal/tomlfile"
 
@@ -35,6 +36,28 @@ type Config struct {
 	Brief BriefConfig `toml:"brief"`
 	// Apt tunes the Debian package backend.
 	Apt AptConfig `toml:"apt"`
+	// Report sets when apply sends a report.
+	Report ReportConfig `toml:"report"`
+}
+
+// ReportConfig sets when apply sends a report.
+type ReportConfig struct {
+	// ContactInterval: a run with nothing new to report sends one only
+	// when the last report sent is this old ("1h" when empty; "0s" sends
+	// one every run). See Interval.
+	ContactInterval string `toml:"contact_interval,omitempty"`
+}
+
+// DefaultContactInterval is ReportConfig.ContactInterval when unset.
+const DefaultContactInterval = time.Hour
+
+// Interval is the contact interval; ReadConfig has checked it.
+func (r ReportConfig) Interval() time.Duration {
+	if r.ContactInterval == "" {
+		return DefaultContactInterval
+	}
+	d, _ := time.ParseDuration(r.ContactInterval)
+	return d
 }
 
 // AptConfig tunes how apply drives apt.
@@ -106,6 +129,12 @@ func ReadConfig(path string) (*Config, error) {
 	}
 	if c.Brief.MinFreeStateMB < 0 || c.Brief.MinFreeRootMB < 0 {
 		return nil, fmt.Errorf("%s: [brief] thresholds cannot be negative", path)
+	}
+	if v := c.Report.ContactInterval; v != "" {
+		if d, err := time.ParseDuration(v); err != nil || d < 0 {
+			return nil, fault.WithHint(fmt.Errorf("%s: [report] contact_interval = %q is not a duration of 0s or more", path, v),
+				`write it as Go durations are written, such as "1h" or "30m"; "0s" sends a report on every run`)
+		}
 	}
 	return &c, nil
 }

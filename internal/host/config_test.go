@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/muster-tool/muster/internal/fault"
 	"github.com/muster-tool/muster/internal/keys"
@@ -22,6 +23,8 @@ func TestLoadConfig(t *testing.T) {
 		{"missing node", "spool = \"s\"\nstate = \"d\"\n", `missing key "node"`},
 		{"negative threshold", "spool = \"s\"\nnode = \"n\"\nstate = \"d\"\n[brief]\nmin_free_state_mb = -1\n", "cannot be negative"},
 		{"bad syntax", "spool = \"s\"\nnode = \n", "muster.toml:2:"},
+		{"bad contact interval", "spool = \"s\"\nnode = \"n\"\nstate = \"d\"\n[report]\ncontact_interval = \"hourly\"\n", `contact_interval = "hourly" is not a duration`},
+		{"negative contact interval", "spool = \"s\"\nnode = \"n\"\nstate = \"d\"\n[report]\ncontact_interval = \"-1h\"\n", `contact_interval = "-1h" is not a duration of 0s or more`},
 		// Five million levels would overflow the TOML library's stack.
 		{"deep", "spool = \"s\"\nnode = \"n\"\nx = " + strings.Repeat("[", 5_000_000), "muster.toml:3: nesting deeper than 64 levels (the cap on TOML nesting)"},
 		{"huge", "spool = \"s\"\n#" + strings.Repeat("x", 64<<20), "muster.toml: 67108877 bytes, more than 67108864 (the cap on the size of a TOML document, 64 MiB)"},
@@ -54,6 +57,29 @@ func TestLoadConfig(t *testing.T) {
 	}
 	if c, err := ReadConfig(missing); c != nil || err != nil {
 		t.Errorf("ReadConfig of a missing file: %v, %v", c, err)
+	}
+}
+
+func TestContactInterval(t *testing.T) {
+	for _, tc := range []struct {
+		set  string
+		want time.Duration
+	}{{"", DefaultContactInterval}, {"30m", 30 * time.Minute}, {"0s", 0}} {
+		p := filepath.Join(t.TempDir(), "muster.toml")
+		text := "spool = \"s\"\nnode = \"n\"\nstate = \"d\"\n"
+		if tc.set != "" {
+			text += "[report]\ncontact_interval = \"" + tc.set + "\"\n"
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := LoadConfig(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Report.Interval(); got != tc.want {
+			t.Errorf("contact_interval %q: %v, want %v", tc.set, got, tc.want)
+		}
 	}
 }
 

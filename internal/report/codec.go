@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +37,15 @@ func Marshal(r *Report) []byte {
 }
 
 // marshalSize estimates Marshal's output, to allocate it once.
+// Said is the digest of what r says, apart from when the run was: its
+// encoding with Start and End left out. Two reports with the same Said
+// tell the mesh the same thing about the same node.
+func Said(r *Report) [32]byte {
+	c := *r
+	c.Start, c.End = time.Time{}, time.Time{}
+	return sha256.Sum256(Marshal(&c))
+}
+
 func marshalSize(r *Report) int {
 	n := 256 + len(r.Node) + len(r.NodeID) + len(r.Muster) + len(r.Commit)
 	for _, s := range r.Notes {

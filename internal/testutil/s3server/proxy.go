@@ -1,0 +1,102 @@
+package s3server
+
+import (
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Proxy is a counting proxy in front of a Server, on a loopback port of
+// its own: every request that passes through it is counted by kind, so a
+// test can assert how many requests, and which, a command sends to the
+// store. It forwards each request as it came, Host header included, so
+// the request signatures the server checks are the client's own.
+type Proxy struct {
+	addr string
+
+	mu   sync.Mutex
+	seen []string // "KIND /path", in order
+}
+
+// Request kinds as Proxy counts them: a listing (GET of the bucket) is
+// LIST, GetBucketLocation is LOCATION; the rest go by method.
+const (
+	KindList     = "LIST"
+	KindGet      = "GET"
+	KindHead     = "HEAD"
+	KindPut      = "PUT"
+	KindDelete   = "DELETE"
+	KindLocation = "LOCATION"
+)
+
+// Proxy starts a counting proxy in front of s, stopped when the test ends.
+func (s *Server) Proxy(t testing.TB) *Proxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("s3server: proxy: %v", err)
+	}
+	p := &Proxy{addr: l.Addr().String()}
+	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: s.addr})
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.count(r)
+		rp.ServeHTTP(w, r)
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return p
+}
+
+func (p *Proxy) count(r *http.Request) {
+	kind := r.Method
+	path := strings.Trim(r.URL.Path, "/")
+	switch {
+	case r.Method == http.MethodGet && r.URL.Query().Has("location"):
+		kind = KindLocation
+	case r.Method == http.MethodGet && !strings.Contains(path, "/"):
+		kind = KindList
+	}
+	p.mu.Lock()
+	p.seen = append(p.seen, kind+" "+r.URL.RequestURI())
+	p.mu.Unlock()
+}
+
+// URL is Server.URL through the proxy.
+func (p *Proxy) URL(prefix string) string {
+	q := url.Values{"endpoint": {p.addr}, "region": {Region}, "tls": {"false"}}
+	return "s3://" + Bucket + "/" + prefix + "?" + q.Encode()
+}
+
+// Endpoint is the proxy's host:port.
+func (p *Proxy) Endpoint() string { return p.addr }
+
+// Reset forgets the requests counted so far.
+func (p *Proxy) Reset() {
+	p.mu.Lock()
+	p.seen = nil
+	p.mu.Unlock()
+}
+
+// Requests returns the requests counted since the last Reset, in order,
+// each as "KIND /path?query".
+func (p *Proxy) Requests() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.seen)
+}
+
+// Count returns how many requests of each kind were counted since the
+// last Reset.
+func (p *Proxy) Count() map[string]int {
+	n := map[string]int{}
+	for _, r := range p.Requests() {
+		kind, _, _ := strings.Cut(r, " ")
+		n[kind]++
+	}
+	return n
+}
