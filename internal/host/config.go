@@ -37,7 +37,7 @@ type Config struct {
 	// Apt tunes the Debian package backend.
 	Apt AptConfig `toml:"apt"`
 	// Report sets when apply sends a report.
-	Report ReportConfig `toml:"report"`
+	Report ReportConfig `toml:"report,omitempty"`
 }
 
 // ReportConfig sets when apply sends a report.
