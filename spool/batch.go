@@ -42,6 +42,23 @@ func PutMany(ctx context.Context, sp Spool, objs []Object) error {
 	return nil
 }
 
+// newBatchPutter is implemented by backends for which a batch of names
+// no other writer uses costs less than PutMany.
+type newBatchPutter interface {
+	putManyNew(ctx context.Context, objs []Object) error
+}
+
+// PutManyNew is PutMany for names only this writer uses, such as the
+// bundles of one declare run (their names hold its run ID): each object
+// has Put's guarantees, and a backend that can spares what Put spends on
+// names that may be taken (S3: a HEAD per object, see S3.PutNew).
+func PutManyNew(ctx context.Context, sp Spool, objs []Object) error {
+	if b, ok := sp.(newBatchPutter); ok {
+		return b.putManyNew(ctx, objs)
+	}
+	return PutMany(ctx, sp, objs)
+}
+
 // newPutter is implemented by backends for which a put that does not ask
 // first whether the name is taken costs less (S3: no HEAD).
 type newPutter interface {

@@ -236,6 +236,13 @@ func (s *S3) putMany(ctx context.Context, objs []Object) error {
 	})
 }
 
+// putManyNew is putMany with PutNew.
+func (s *S3) putManyNew(ctx context.Context, objs []Object) error {
+	return workpool.Run(ctx, len(objs), s3BatchPuts, func(i int) error {
+		return s.PutNew(ctx, objs[i].Name, objs[i].Data)
+	})
+}
+
 // Put creates object name with data unless it exists; see Spool.Put.
 //
 // It asks the store first (HEAD) and compares bytes if the object exists,

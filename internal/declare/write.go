@@ -56,7 +56,8 @@ func (p *plan) write(ctx context.Context, m *mesh.Mesh, gen uint64, prev *genera
 		}
 		return spool.DeclName(gen, run, np.id.NodeID), data, nil
 	}, func(objs []spool.Object) error {
-		return spool.PutMany(ctx, m.Spool, objs)
+		// Names of this run alone: no HEAD before each PUT on S3.
+		return spool.PutManyNew(ctx, m.Spool, objs)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("write the declarations of generation %d: %w (nothing was committed)", gen, err)
@@ -66,7 +67,7 @@ func (p *plan) write(ctx context.Context, m *mesh.Mesh, gen uint64, prev *genera
 	if err != nil {
 		return nil, err
 	}
-	if err := m.Spool.Put(ctx, spool.ManifestName(gen, run), data); err != nil {
+	if err := spool.PutNew(ctx, m.Spool, spool.ManifestName(gen, run), data); err != nil {
 		return nil, fmt.Errorf("write the manifest of generation %d: %w (nothing was committed)", gen, err)
 	}
 	c := generation.Commit{Version: generation.CommitVersion, Generation: gen, Run: run, DeclaredAt: now}
