@@ -30,7 +30,12 @@ type fixture struct {
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	dir := t.TempDir()
+	return newFixtureIn(t, t.TempDir())
+}
+
+// newFixtureIn makes the mesh, its spool and a root in dir.
+func newFixtureIn(t testing.TB, dir string) *fixture {
+	t.Helper()
 	sp := filepath.Join(dir, "spool")
 	if err := os.Mkdir(sp, 0o755); err != nil {
 		t.Fatal(err)
