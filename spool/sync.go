@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/md5"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -81,7 +83,10 @@ var ErrDamaged = errors.New("damaged objects not copied")
 // reading content (unless Check is set), except the small objects that
 // decide a generation and the mesh (AlwaysCompared), which are compared by
 // content, so that two commits of one generation are a conflict even when
-// they have the same size. Each object dst lacks is read from
+// they have the same size. Where a listing gives ETags (S3), equal tags,
+// or a tag that is the MD5 of the other side's bytes in a directory, show
+// equal content without a GET, so a sync from or to S3 with nothing new
+// costs its listings alone (one request per 1,000 objects). Each object dst lacks is read from
 // src, checked (size as listed, Validate), put to dst, and read back from
 // dst and compared (size and SHA-256) with what was read. Temp files are
 // never listed, so never copied. Commits (commit/<generation>) are copied
@@ -119,7 +124,7 @@ func Sync(ctx context.Context, src, dst Spool, opts SyncOptions) (SyncResult, er
 		case j < len(dstObjs) && dstObjs[j].Name == s.Name:
 			d := dstObjs[j]
 			if d.Size != s.Size || opts.Check || AlwaysCompared(s.Name) {
-				compares = append(compares, syncTask{src: s, isCompare: true, dstSize: d.Size})
+				compares = append(compares, syncTask{src: s, isCompare: true, dstSize: d.Size, dstETag: d.ETag})
 			} else {
 				res.Skipped++
 			}
@@ -243,6 +248,7 @@ type syncTask struct {
 	src       Info
 	isCompare bool
 	dstSize   int64
+	dstETag   string
 }
 
 // syncRun is the state of one Sync shared by its workers.
@@ -354,6 +360,13 @@ func (r *syncRun) copy(ctx context.Context, obj Info) error {
 // the bytes differ.
 func (r *syncRun) compare(ctx context.Context, t syncTask) error {
 	name := t.src.Name
+	if t.dstSize == t.src.Size && !r.opts.Check && r.sameByETag(ctx, t) {
+		r.mu.Lock()
+		r.res.Skipped++
+		r.mu.Unlock()
+		r.progress(name)
+		return nil
+	}
 	data, err := r.src.Get(ctx, name, r.opts.MaxObject)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -383,6 +396,46 @@ func (r *syncRun) compare(ctx context.Context, t syncTask) error {
 	}
 	r.conflict(ctx, name, data)
 	return nil
+}
+
+// sameByETag reports whether the ETags the listings gave show that both
+// copies of an object have the same bytes, without reading the object
+// from a store that charges for it: equal tags on both sides, or one
+// side's tag the MD5 of the other side's bytes read where they cost
+// nothing (a directory). S3 makes an object's ETag the MD5 of its bytes
+// unless it was uploaded in parts or encrypted with a key of the store's;
+// any tag that does not match is no proof of a difference, and the copies
+// are then compared by content as before.
+func (r *syncRun) sameByETag(ctx context.Context, t syncTask) bool {
+	s, d := t.src.ETag, t.dstETag
+	switch {
+	case s != "" && d != "":
+		return s == d
+	case s != "" && isMD5(s):
+		return md5Of(ctx, r.dst, t.src.Name, t.src.Size) == s
+	case d != "" && isMD5(d):
+		return md5Of(ctx, r.src, t.src.Name, t.src.Size) == d
+	}
+	return false
+}
+
+// md5Of is the hex MD5 of object name's bytes in sp, or "" when it cannot
+// be read.
+func md5Of(ctx context.Context, sp Spool, name string, size int64) string {
+	data, err := sp.Get(ctx, name, size)
+	if err != nil {
+		return ""
+	}
+	sum := md5.Sum(data)
+	return hex.EncodeToString(sum[:])
+}
+
+func isMD5(tag string) bool {
+	if len(tag) != 2*md5.Size {
+		return false
+	}
+	_, err := hex.DecodeString(tag)
+	return err == nil
 }
 
 // conflict records that name holds other bytes at the destination than

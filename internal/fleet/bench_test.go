@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -28,6 +29,7 @@ import (
 	"github.com/muster-tool/muster/internal/mesh"
 	"github.com/muster-tool/muster/internal/outcome"
 	"github.com/muster-tool/muster/internal/report"
+	"github.com/muster-tool/muster/internal/testutil/simfleet"
 	"github.com/muster-tool/muster/internal/workpool"
 	"github.com/muster-tool/muster/spool"
 )
@@ -43,13 +45,17 @@ import (
 // within 30 s, the next with nothing new within 1 s, peak RSS within
 // 512 MiB. Building the spool is slow (every report is sealed for real),
 // so it is built once per test binary, or once for good in
-// MUSTER_REPORT_BENCH_DIR when that is set:
+// MUSTER_REPORT_BENCH_DIR when that is set, or in the fleet cache (see
+// internal/testutil/simfleet) when MUSTER_BENCH_FLEET=1 is:
 //
 //	MUSTER_REPORT_BENCH=100000/10000 go test -run '^$' -bench Report -benchtime 3x ./internal/fleet
 
 type benchHost struct {
 	Name   string
 	Public keys.Public
+	// Seed is the host's signing key, so that a spool kept from an
+	// earlier run can take new reports (test keys of a simulated fleet).
+	Seed []byte
 }
 
 type benchEnv struct {
@@ -99,15 +105,33 @@ func benchSpool(b *testing.B) *benchEnv {
 			return
 		}
 		dir := os.Getenv("MUSTER_REPORT_BENCH_DIR")
+		if dir == "" && os.Getenv("MUSTER_BENCH_FLEET") == "1" {
+			dir = simfleet.Root(b)
+		}
 		if dir == "" {
 			if benchTemp, benchErr = os.MkdirTemp("", "muster-report-bench-"); benchErr != nil {
 				return
 			}
 			dir = benchTemp
 		} else {
-			dir = filepath.Join(dir, fmt.Sprintf("%d-%d", reports, nodes))
+			dir = filepath.Join(dir, fmt.Sprintf("reports-%d-%d-v2", reports, nodes))
 		}
 		benchShared, benchErr = buildBenchSpool(dir, reports, nodes)
+		if benchErr != nil || benchTemp != "" {
+			return
+		}
+		// A spool kept between runs is worked on through a copy of
+		// hard links: the benchmarks add reports and caches, which
+		// the next run must not find.
+		if benchTemp, benchErr = os.MkdirTemp("", "muster-report-bench-"); benchErr != nil {
+			return
+		}
+		simfleet.Link(b, filepath.Join(dir, "spool"), filepath.Join(benchTemp, "spool"))
+		simfleet.Copy(b, filepath.Join(dir, "mesh"), filepath.Join(benchTemp, "mesh"))
+		if os.RemoveAll(filepath.Join(benchTemp, "mesh", "cache")) == nil {
+			benchErr = os.Link(filepath.Join(dir, "hosts.json"), filepath.Join(benchTemp, "hosts.json"))
+		}
+		benchShared.dir = benchTemp
 	})
 	if benchErr != nil {
 		b.Fatal(benchErr)
@@ -126,6 +150,12 @@ func buildBenchSpool(dir string, reports, nodes int) (*benchEnv, error) {
 		// Built by an earlier run in MUSTER_REPORT_BENCH_DIR.
 		if err := json.Unmarshal(data, &e.hosts); err != nil {
 			return nil, err
+		}
+		e.pairs = make([]*keys.Pair, len(e.hosts))
+		for i, h := range e.hosts {
+			if len(h.Seed) == ed25519.SeedSize {
+				e.pairs[i] = &keys.Pair{Sign: ed25519.NewKeyFromSeed(h.Seed)}
+			}
 		}
 		return e, nil
 	}
@@ -147,7 +177,7 @@ func buildBenchSpool(dir string, reports, nodes int) (*benchEnv, error) {
 			return nil, err
 		}
 		e.pairs[i] = p
-		e.hosts[i] = benchHost{Name: fmt.Sprintf("node-%05d", i), Public: p.Public()}
+		e.hosts[i] = benchHost{Name: fmt.Sprintf("node-%05d", i), Public: p.Public(), Seed: p.Sign.Seed()}
 	}
 	for g := 1; g <= e.generations; g++ {
 		gen := uint64(g)
@@ -257,7 +287,7 @@ func TestBenchChild(t *testing.T) {
 	debug.SetMemoryLimit(384 << 20)
 	start := time.Now()
 	ctx := context.Background()
-	m, err := mesh.Open(ctx, filepath.Join(dir, "mesh"), "")
+	m, err := mesh.Open(ctx, filepath.Join(dir, "mesh"), filepath.Join(dir, "spool"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +417,7 @@ func BenchmarkReportNew1Percent(b *testing.B) {
 		b.StartTimer()
 		r, rss = runChild(b, e)
 		if r.Stats.ReportsRead != e.nodes/100 {
-			b.Errorf("read %d reports, want the %d new ones", r.Stats.ReportsRead, e.nodes/100)
+			b.Errorf("read %d reports, want the %d new ones (%+v)", r.Stats.ReportsRead, e.nodes/100, r.Stats)
 		}
 	}
 	reportMetrics(b, r, rss)

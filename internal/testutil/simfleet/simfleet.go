@@ -36,15 +36,7 @@ func Enabled(tb testing.TB) {
 // the directory it is given; only a build that returns nil is kept.
 func Cache(tb testing.TB, kind string, params string, build func(dir string) error) string {
 	tb.Helper()
-	root := os.Getenv("MUSTER_FLEET_CACHE")
-	if root == "" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			tb.Fatalf("simfleet: no cache directory: %v (set MUSTER_FLEET_CACHE)", err)
-		}
-		root = filepath.Join(base, "muster-bench-fleet")
-	}
-	dir := filepath.Join(root, kind+"-"+strings.ReplaceAll(params, "/", "-"))
+	dir := filepath.Join(Root(tb), kind+"-"+strings.ReplaceAll(params, "/", "-"))
 	if _, err := os.Stat(dir); err == nil {
 		return dir
 	}
@@ -66,8 +58,23 @@ func Cache(tb testing.TB, kind string, params string, build func(dir string) err
 	return dir
 }
 
-// Link copies the tree src to dst, each regular file a hard link to the
-// original and each directory new: a copy to work on that costs no data,
+// Root is the cache directory every fleet is kept in, for a benchmark
+// that keeps its fleet itself.
+func Root(tb testing.TB) string {
+	tb.Helper()
+	if root := os.Getenv("MUSTER_FLEET_CACHE"); root != "" {
+		return root
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		tb.Fatalf("simfleet: no cache directory: %v (set MUSTER_FLEET_CACHE)", err)
+	}
+	return filepath.Join(base, "muster-bench-fleet")
+}
+
+// Link copies the tree src to dst, which must not exist yet, each regular
+// file a hard link to the original and each directory new, with the
+// original's mode: a copy to work on that costs no data,
 // for trees whose files are never changed in place (spool objects). A file
 // that is changed in place (a mesh's own files) must be copied with Copy.
 func Link(tb testing.TB, src, dst string) {
@@ -104,7 +111,12 @@ func walk(tb testing.TB, src, dst string, file func(from, to string) error) {
 		to := filepath.Join(dst, rel)
 		switch {
 		case d.IsDir():
-			return os.MkdirAll(to, 0o755)
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			// The source's mode: a key directory must stay private.
+			return os.Mkdir(to, fi.Mode().Perm())
 		case d.Type().IsRegular():
 			return file(p, to)
 		}
