@@ -7,7 +7,7 @@ LDFLAGS := -X github.com/muster-tool/muster/internal/cli.version=$(VERSION)
 BIN     := bin/muster
 PREFIX  ?= /usr/local
 
-.PHONY: help build test check bench demo deb install clean
+.PHONY: help build test check bench bench-fleet demo deb install clean
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z]+:.*## /{printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -28,6 +28,12 @@ check: ## vet, gofmt, staticcheck (installed by scripts/test-deps.sh), man page 
 
 bench: ## run the benchmarks behind the README's performance figures
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./...
+
+bench-fleet: ## run the 100,000-node benchmarks (fleets made once, kept in ~/.cache/muster-bench-fleet); takes about an hour
+	MUSTER_BENCH_FLEET=1 $(GO) test -run '^$$' -bench 'AdmitFleet' -benchtime 1x -timeout 3h ./internal/enrol
+	MUSTER_BENCH_FLEET=1 $(GO) test -run '^$$' -bench 'DeclareFleet' -benchtime 1x -timeout 3h ./internal/declare
+	MUSTER_BENCH_FLEET=1 $(GO) test -run '^$$' -bench 'SyncFleet' -benchtime 1x -timeout 3h ./spool
+	MUSTER_BENCH_FLEET=1 MUSTER_REPORT_BENCH=1000000/100000 $(GO) test -run '^$$' -bench 'Report(First|NothingNew|New1Percent)$$' -benchtime 1x -timeout 3h ./internal/fleet
 
 demo: build ## run the whole loop on a directory spool in a temp dir
 	./scripts/demo.sh $(BIN)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/muster-tool/muster/internal/testutil/simfleet"
 	"github.com/muster-tool/muster/spool"
 )
 
@@ -55,6 +56,41 @@ func BenchmarkSyncNothingNew(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		res, err := spool.Sync(b.Context(), s, d, checked)
+		if err != nil || res.Copied != 0 || res.Skipped != len(names) {
+			b.Fatalf("Sync = %+v, %v", res, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Seconds())/float64(b.N), "s/sync")
+}
+
+// BenchmarkSyncFleet syncs two copies of the spool of a 100,000-node mesh
+// that already agree: 1,000,000 objects, of which 100,000 nodes' token,
+// join request and admission (compared by content, see AlwaysCompared)
+// and briefing, and six reports a node. The copies are made once and
+// kept (see internal/testutil/simfleet); the target is 10 s.
+//
+//	MUSTER_BENCH_FLEET=1 go test -run '^$' -bench SyncFleet -benchtime 1x -timeout 1h ./spool
+func BenchmarkSyncFleet(b *testing.B) {
+	simfleet.Enabled(b)
+	const nodes, reports = 100_000, 6
+	var names []string
+	for i := range nodes {
+		tok, fp := fmt.Sprintf("%032x", i), fmt.Sprintf("%032x", nodes+i)
+		names = append(names, spool.TokenName(tok), spool.JoinName(tok, fp), spool.AdmitName(tok), spool.BriefName(fp, 1))
+		for g := range reports {
+			names = append(names, spool.ReportName(fp, uint64(g+1), 1))
+		}
+	}
+	body := func(i int, n string) []byte { return fmt.Appendf(nil, "%0300d", i) }
+	cached := simfleet.Cache(b, "sync", fmt.Sprintf("%d-v1", len(names)), func(dir string) error {
+		writeObjects(b, filepath.Join(dir, "src"), names, body)
+		simfleet.Link(b, filepath.Join(dir, "src"), filepath.Join(dir, "dst"))
+		return nil
+	})
+	s, _ := spool.OpenDir(filepath.Join(cached, "src"))
+	d, _ := spool.OpenDir(filepath.Join(cached, "dst"))
+	for b.Loop() {
+		res, err := spool.Sync(b.Context(), s, d, spool.SyncOptions{})
 		if err != nil || res.Copied != 0 || res.Skipped != len(names) {
 			b.Fatalf("Sync = %+v, %v", res, err)
 		}

@@ -78,7 +78,7 @@ func benchNodeName(i int) string { return fmt.Sprintf("node-%05d", i) }
 // benchFleet enrols nodes directly in the registry, each with its own key
 // pair (declare encrypts to each node's key) and a passing briefing with
 // facts.
-func benchFleet(b *testing.B, f *fixture, nodes int) {
+func benchFleet(b testing.TB, f *fixture, nodes int) {
 	b.Helper()
 	for i := range nodes {
 		pair, err := keys.Generate()
@@ -97,7 +97,7 @@ func benchFleet(b *testing.B, f *fixture, nodes int) {
 	}
 }
 
-func benchParse(b *testing.B, src string) *declaration.Declaration {
+func benchParse(b testing.TB, src string) *declaration.Declaration {
 	d, problems := declaration.Parse([]declaration.Source{{Name: "site.toml", Data: []byte(src), Dir: "."}})
 	if declaration.HasErrors(problems) {
 		b.Fatalf("benchmark declaration: %v", problems)
