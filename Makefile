@@ -10,7 +10,7 @@ PREFIX  ?= /usr/local
 .PHONY: help build test check bench bench-fleet demo deb install clean
 
 help: ## list the targets
-	@awk 'BEGIN{FS=":.*## "} /^[a-z]+:.*## /{printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## build bin/muster (static, as the Debian package ships it)
 	CGO_ENABLED=$${CGO_ENABLED:-0} $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/muster
