@@ -64,7 +64,11 @@ directory's outbox (status 4) and is sent first by the next run.
 Made for a systemd timer or cron: non-interactive, one summary line when
 nothing changed, bounded by --timeout. --json prints one versioned document
 instead (see muster-apply(1)): the generation, the counts and every line,
-for a wrapper or a monitoring job; the exit status is the same. A second apply while one runs exits at
+for a wrapper or a monitoring job; the exit status is the same. A run with
+nothing new to report (no change, no failure, the same lines as the last
+report sent) sends its report only once per contact interval, an hour
+unless the host config's [report] contact_interval says otherwise; on S3
+such a run costs one LIST request. A second apply while one runs exits at
 once with status 4. Reads the host config (default /etc/muster/muster.toml)
 and the state directory it names; --dry-run writes nothing at all.
 
