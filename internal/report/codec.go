@@ -36,16 +36,36 @@ func Marshal(r *Report) []byte {
 	return appendReport(make([]byte, 0, marshalSize(r)), r)
 }
 
-// marshalSize estimates Marshal's output, to allocate it once.
 // Said is the digest of what r says, apart from when the run was: its
 // encoding with Start and End left out. Two reports with the same Said
-// tell the mesh the same thing about the same node.
+// tell the mesh the same thing about the same node. The encoding is
+// hashed as it is made, a few KiB at a time: a report of many thousand
+// lines is never in memory whole.
 func Said(r *Report) [32]byte {
 	c := *r
 	c.Start, c.End = time.Time{}, time.Time{}
-	return sha256.Sum256(Marshal(&c))
+	h := sha256.New()
+	b := make([]byte, 0, 64<<10)
+	flush := func() {
+		if len(b) >= 32<<10 {
+			h.Write(b)
+			b = b[:0]
+		}
+	}
+	b = appendHead(b, &c)
+	for i := range c.Lines {
+		b = appendLine(b, &c.Lines[i])
+		flush()
+	}
+	for i := range c.Ledger {
+		b = appendEntry(b, &c.Ledger[i])
+		flush()
+	}
+	h.Write(b)
+	return [32]byte(h.Sum(nil))
 }
 
+// marshalSize estimates Marshal's output, to allocate it once.
 func marshalSize(r *Report) int {
 	n := 256 + len(r.Node) + len(r.NodeID) + len(r.Muster) + len(r.Commit)
 	for _, s := range r.Notes {
@@ -61,6 +81,18 @@ func marshalSize(r *Report) int {
 }
 
 func appendReport(b []byte, r *Report) []byte {
+	b = appendHead(b, r)
+	for i := range r.Lines {
+		b = appendLine(b, &r.Lines[i])
+	}
+	for i := range r.Ledger {
+		b = appendEntry(b, &r.Ledger[i])
+	}
+	return b
+}
+
+// appendHead appends everything before the lines.
+func appendHead(b []byte, r *Report) []byte {
 	b = append(b, "version = "...)
 	b = strconv.AppendInt(b, int64(r.Version), 10)
 	b = tomlfile.AppendString(append(b, "\nnode = "...), r.Node)
@@ -90,23 +122,26 @@ func appendReport(b []byte, r *Report) []byte {
 		}
 		b = append(b, "]\n"...)
 	}
-	for _, l := range r.Lines {
-		b = tomlfile.AppendString(append(b, "\n[[line]]\n  id = "...), l.ID)
-		b = tomlfile.AppendString(append(b, "\n  status = "...), string(l.Status))
-		b = append(b, '\n')
-		b = appendOptional(b, "  detail = ", l.Detail)
-		b = appendOptional(b, "  digest = ", l.Digest)
-	}
-	for _, e := range r.Ledger {
-		b = tomlfile.AppendString(append(b, "\n[[ledger]]\n  id = "...), e.ID)
-		b = tomlfile.AppendString(append(b, "\n  type = "...), string(e.Kind))
-		b = append(b, '\n')
-		b = appendOptional(b, "  path = ", e.Path)
-		b = appendOptional(b, "  name = ", e.Name)
-		b = appendOptional(b, "  digest = ", e.Digest)
-		if e.Created {
-			b = append(b, "  created = true\n"...)
-		}
+	return b
+}
+
+func appendLine(b []byte, l *outcome.Line) []byte {
+	b = tomlfile.AppendString(append(b, "\n[[line]]\n  id = "...), l.ID)
+	b = tomlfile.AppendString(append(b, "\n  status = "...), string(l.Status))
+	b = append(b, '\n')
+	b = appendOptional(b, "  detail = ", l.Detail)
+	return appendOptional(b, "  digest = ", l.Digest)
+}
+
+func appendEntry(b []byte, e *ledger.Entry) []byte {
+	b = tomlfile.AppendString(append(b, "\n[[ledger]]\n  id = "...), e.ID)
+	b = tomlfile.AppendString(append(b, "\n  type = "...), string(e.Kind))
+	b = append(b, '\n')
+	b = appendOptional(b, "  path = ", e.Path)
+	b = appendOptional(b, "  name = ", e.Name)
+	b = appendOptional(b, "  digest = ", e.Digest)
+	if e.Created {
+		b = append(b, "  created = true\n"...)
 	}
 	return b
 }
