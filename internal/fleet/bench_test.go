@@ -284,7 +284,7 @@ func TestBenchChild(t *testing.T) {
 	}
 	// As muster report does (tuneGCForReading in internal/cli).
 	debug.SetGCPercent(400)
-	debug.SetMemoryLimit(384 << 20)
+	debug.SetMemoryLimit(1536 << 20)
 	start := time.Now()
 	ctx := context.Background()
 	m, err := mesh.Open(ctx, filepath.Join(dir, "mesh"), filepath.Join(dir, "spool"))
