@@ -27,12 +27,14 @@ type reportOptions struct {
 	History    bool
 	FailOn     string
 	Nodes      []string
+	Last       countFlag
 	waitOptions
 }
 
 func (o *reportOptions) addFlags(fs *pflag.FlagSet) {
 	fs.Var(&o.Generation, "generation", "report on generation `N` instead of the newest committed")
-	o.Output.addFlags(fs, tableFlag, jsonFlag)
+	o.Output.addFlags(fs, tableFlag, jsonFlag, htmlFlag)
+	fs.Var(&o.Last, "last", fmt.Sprintf("with --html, chart the last `N` generations up to the one reported on (default %d)", fleet.PageGenerations))
 	fs.StringVar(&o.Sort, "sort", "name", "order nodes by `KEY`: name, status or contact")
 	fs.BoolVar(&o.All, "all", false, "also list applied and decommissioned nodes, and every refused or flagged report")
 	fs.BoolVar(&o.History, "history", false, "show every generation with its applied, failed and outstanding counts as of now, and the wave it was declared for")
@@ -47,7 +49,7 @@ func cmdReport() *Command {
 	var o reportOptions
 	return &Command{
 		Name: "report",
-		Usage: `muster report [NODE...] [--nodes PATTERN] [--generation N] [--table | --json] [--sort KEY] [--all] [--fail-on WHAT]
+		Usage: `muster report [NODE...] [--nodes PATTERN] [--generation N] [--table | --json | --html FILE [--last N]] [--sort KEY] [--all] [--fail-on WHAT]
 muster report --wait [--until TARGET] [--timeout DURATION] [--interval DURATION] [NODE...] [--nodes PATTERN] [--generation N] [...]
 muster report --history [NODE...] [--nodes PATTERN] [--table | --json]`,
 		Short: "show which nodes applied a generation, which failed and why, which are outstanding",
@@ -89,6 +91,15 @@ report to those nodes, list each of them and give their reasons whole.
 --history shows every generation with how many nodes applied it, failed it
 or are outstanding on it now.
 
+--html FILE (- for standard output) writes the same report as one HTML page
+that works opened from disk with no network: the counts, a bar per
+generation and a chart of how fast each of the last generations (--last N,
+default 20) was applied after it was declared, and every node with its
+status, last applied generation, last contact and failed lines, to filter,
+search and sort. The file is replaced whole; with --wait it is written when
+the wait ends. It holds node names and the reasons hosts gave, which the
+spool keeps encrypted: keep it as you keep the other outputs of report.
+
 The exit status says whether a node failed (--fail-on failed, the default:
 5), or also whether one is outstanding (--fail-on outstanding: 5 if one
 failed, else 6); --fail-on none always exits 0 when the report was made.
@@ -116,6 +127,8 @@ muster report --wait --until applied=90% --nodes 'web-*' --timeout 30m
 muster report --wait --timeout 1h --fail-on failed
 # who has not applied generation 41 yet, longest silent first
 muster report --generation 41 --table --sort contact
+# a page to look at: open rollout.html in a browser, no network needed
+muster report --html rollout.html --fail-on none
 # the failed lines of every failed node
 muster report --json | jq -r '.nodes[] | select(.status == "failed") | .name as $n | .failed_lines[] | "\($n) \(.id): \(.detail)"'
 muster report --history --table`,
@@ -166,7 +179,7 @@ func runReport(env *Env, o reportOptions, args []string) error {
 		return err
 	}
 	warnObjects(env, v, o.All)
-	if err := printReport(env.Stdio.Out, f, o, len(args) > 0, v, hist, env.Now()); err != nil {
+	if err := writeReport(env, f, o, st, v, hist, sel); err != nil {
 		return err
 	}
 	return failOnStatus(v.Totals, o.FailOn)
@@ -182,6 +195,9 @@ func checkReportFlags(env *Env, o *reportOptions) (format, error) {
 	}
 	if o.History && o.Generation != 0 {
 		return f, fault.Usagef("--history and --generation exclude each other")
+	}
+	if err := checkPageFlags(f, o); err != nil {
+		return f, err
 	}
 	switch o.FailOn {
 	case "failed", "outstanding", "none":

@@ -97,7 +97,7 @@ func runReportWait(env *Env, o reportOptions, f format, m *mesh.Mesh, reg *enrol
 		if done, err := w.look(v, p); done {
 			w.progress.clear()
 			warnObjects(env, v, o.All)
-			if perr := printReport(env.Stdio.Out, f, o, len(sel.Names) > 0, v, nil, env.Now()); perr != nil {
+			if perr := writeReport(env, f, o, st, v, nil, sel); perr != nil {
 				return perr
 			}
 			return err
