@@ -87,29 +87,28 @@ func count(t Totals, st Status) int {
 // The template's data: every figure is worked out here, none in the
 // template.
 type pageData struct {
-	CSS            template.CSS
-	JS             template.JS
-	CSP            string
-	Generation     uint64
-	Newest         uint64
-	Run, Commit    string
-	Declared       stamp
-	Expires        *stamp
-	Expired        bool
-	Made           stamp
-	Manifest       bool
-	Nodes          int
-	Counts         []statusCount
-	Forks          []generation.Fork
-	Flagged        []Object
-	Refused        []Object
-	RefusedCounts  map[string]int
-	RefusedListed  bool
-	History        []historyRow
-	Chart          chart
-	Rows           []nodeRow
-	DecomShown     bool
-	FailedOrInelig int
+	CSS           template.CSS
+	JS            template.JS
+	CSP           string
+	Generation    uint64
+	Newest        uint64
+	Run, Commit   string
+	Declared      stamp
+	Expires       *stamp
+	Expired       bool
+	Made          stamp
+	Manifest      bool
+	Nodes         int
+	Counts        []statusCount
+	Forks         []generation.Fork
+	Flagged       []Object
+	Refused       []Object
+	RefusedCounts map[string]int
+	RefusedListed bool
+	History       []historyRow
+	Chart         chart
+	Chunks        [][]nodeRow // the node table's rows, pageChunk to a chunk
+	DecomShown    bool
 }
 
 // stamp is a time shown absolute and as an age.
@@ -215,7 +214,7 @@ func (p Page) data() *pageData {
 		d.History = append(d.History, p.historyRow(r, r.Generation == v.Generation, d.DecomShown))
 	}
 	d.Chart = p.chart()
-	d.Rows = make([]nodeRow, len(v.Nodes))
+	rows := make([]nodeRow, len(v.Nodes))
 	for i := range v.Nodes {
 		n := &v.Nodes[i]
 		r := nodeRow{Name: n.Name, Status: n.Status, Order: statusOrder[n.Status], LastApplied: n.LastApplied,
@@ -224,13 +223,19 @@ func (p Page) data() *pageData {
 			s := p.stamp(n.LastContact)
 			r.Contact = &s
 		}
-		if len(n.FailedLines) > 0 {
-			d.FailedOrInelig++
-		}
-		d.Rows[i] = r
+		rows[i] = r
+	}
+	for len(rows) > 0 {
+		n := min(pageChunk, len(rows))
+		d.Chunks, rows = append(d.Chunks, rows[:n]), rows[n:]
 	}
 	return d
 }
+
+// pageChunk is how many rows of the node table are laid out together: a
+// browser lays out only the chunks in view, so ten thousand nodes show at
+// once.
+const pageChunk = 100
 
 func counts(t Totals, decom bool) []statusCount {
 	var out []statusCount

@@ -132,9 +132,8 @@ func text(n *html.Node) string {
 // applied, last contact, detail.
 func nodeRows(t testing.TB, doc *html.Node) map[string][]string {
 	t.Helper()
-	tbody := elements(byID(t, doc, "node-table"), "tbody")[0]
 	rows := map[string][]string{}
-	for _, tr := range elements(tbody, "tr") {
+	for _, tr := range elements(byID(t, doc, "node-table"), "tr") {
 		if attr(tr, "data-o") == "" {
 			continue
 		}
@@ -397,6 +396,16 @@ func TestPage10000Nodes50Generations(t *testing.T) {
 	rows := nodeRows(t, doc)
 	if len(rows) != 10000 {
 		t.Errorf("%d rows, want 10000", len(rows))
+	}
+	// In chunks a browser lays out one at a time, all of one size.
+	chunks := elements(byID(t, doc, "node-table"), "tbody")
+	if len(chunks) != 10000/pageChunk {
+		t.Errorf("%d chunks of rows, want %d", len(chunks), 10000/pageChunk)
+	}
+	for i, c := range chunks {
+		if n := len(elements(c, "tr")); n != pageChunk {
+			t.Errorf("chunk %d has %d rows, want %d", i, n, pageChunk)
+		}
 	}
 	v, err := ff.State.Generation(context.Background(), 0, Selection{})
 	if err != nil {

@@ -6,18 +6,30 @@
 	var table = document.getElementById("node-table");
 	var search = document.getElementById("search");
 	var shown = document.getElementById("shown");
-	var rows = Array.prototype.filter.call(table.tBodies[0].rows, function (r) { return r.hasAttribute("data-o"); });
-	var names = rows.map(function (r) { return r.cells[0].textContent.toLowerCase(); });
+	// The rows come in chunks (tbody elements) of the same size, each
+	// laid out by the browser only when in view. Rows shown fill the
+	// first chunks, in order; the rest are hidden after them.
+	var chunks = Array.prototype.slice.call(table.tBodies);
+	var rows = Array.prototype.slice.call(table.querySelectorAll("tbody tr[data-o]"));
+	var per = rows.length ? chunks[0].rows.length : 0;
 	var collator = new Intl.Collator(undefined, {numeric: true});
 
 	function filter() {
-		var st = form.elements.status.value, q = search.value.trim().toLowerCase(), n = 0;
-		for (var i = 0; i < rows.length; i++) {
-			var show = (!st || rows[i].className === st) && (!q || names[i].indexOf(q) >= 0);
-			rows[i].hidden = !show;
-			if (show) n++;
-		}
-		shown.textContent = n + " of " + rows.length + " nodes shown";
+		var st = form.elements.status.value, q = search.value.trim().toLowerCase();
+		var on = [], off = [];
+		rows.forEach(function (r) {
+			var show = (!st || r.className === st) && (!q || r.cells[0].textContent.toLowerCase().indexOf(q) >= 0);
+			r.hidden = !show;
+			(show ? on : off).push(r);
+		});
+		var placed = on.concat(off);
+		chunks.forEach(function (c, k) {
+			var frag = document.createDocumentFragment();
+			placed.slice(k * per, (k + 1) * per).forEach(function (r) { frag.appendChild(r); });
+			c.appendChild(frag);
+			c.hidden = k > 0 && k * per >= on.length;
+		});
+		shown.textContent = on.length + " of " + rows.length + " nodes shown";
 	}
 
 	// The key of row r in column c, by the column's kind.
@@ -39,10 +51,7 @@
 		Array.prototype.forEach.call(th.parentNode.cells, function (h) { h.removeAttribute("aria-sort"); });
 		th.setAttribute("aria-sort", dir > 0 ? "ascending" : "descending");
 		rows = order.map(function (o) { return o.r; });
-		names = rows.map(function (r) { return r.cells[0].textContent.toLowerCase(); });
-		var frag = document.createDocumentFragment();
-		rows.forEach(function (r) { frag.appendChild(r); });
-		table.tBodies[0].appendChild(frag);
+		filter();
 	}
 
 	Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, c) {
@@ -58,7 +67,7 @@
 	search.addEventListener("input", filter);
 	form.addEventListener("submit", function (e) { e.preventDefault(); });
 	form.hidden = false;
-	filter();
+	shown.textContent = rows.length + " of " + rows.length + " nodes shown";
 
 	// Printed, every failed line shows.
 	var opened = [];
