@@ -96,4 +96,6 @@ say "# on the mesh: report exits 5 when a node failed"
 run muster report --table || echo "(report exited with status $?)"
 run muster report web-1 --fail-on none
 
-printf '\nthe demo is in %s\n' "$demo"
+# Last, the rollout as a page to open in a browser: no network needed.
+run "$muster" report --html "$demo/rollout.html" --fail-on none
+printf '\nthe demo is in %s\nthe rollout page is %s\n' "$demo" "$demo/rollout.html"

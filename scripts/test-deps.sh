@@ -3,7 +3,8 @@
 # tools the package, user and group, and man page tests drive (dpkg, apt,
 # the shadow tools useradd and its kin), the shells the completion tests
 # load (bash, zsh, fish), the FUSE drivers and mkfs/fsck
-# of FAT and exFAT the USB stick tests mount images with, and the S3 server
+# of FAT and exFAT the USB stick tests mount images with, the browser the
+# report page tests load the page in (headless Chromium), and the S3 server
 # the object store tests run against. Run by `make test` (and so by CI)
 # before the tests.
 set -eu
@@ -19,6 +20,7 @@ command -v rsync >/dev/null || need="$need rsync"
 have useradd || need="$need passwd"
 command -v zsh >/dev/null || need="$need zsh"
 command -v fish >/dev/null || need="$need fish"
+command -v chromium >/dev/null || need="$need chromium"
 have fusefat || need="$need fusefat"
 have mount.exfat-fuse || need="$need exfat-fuse"
 have mkfs.vfat || need="$need dosfstools"

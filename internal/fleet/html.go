@@ -320,14 +320,15 @@ func span(d time.Duration) string {
 	return fmt.Sprintf("%dd %dh", days, h)
 }
 
-// The chart's time axis is logarithmic, from a minute to the longest time
-// it has to show: a rollout that takes minutes and a laptop that applies a
-// week later both stay readable. Its ticks are chosen from these.
+// The chart's time axis is logarithmic, from a minute (or less, when nodes
+// applied sooner) to the longest time it has to show: a rollout that takes
+// minutes and a laptop that applies a week later both stay readable. Its
+// ends and ticks are chosen from these.
 var chartTicks = []struct {
 	d     time.Duration
 	label string
 }{
-	{time.Minute, "1m"}, {5 * time.Minute, "5m"}, {15 * time.Minute, "15m"}, {time.Hour, "1h"},
+	{time.Second, "1s"}, {10 * time.Second, "10s"}, {time.Minute, "1m"}, {5 * time.Minute, "5m"}, {15 * time.Minute, "15m"}, {time.Hour, "1h"},
 	{6 * time.Hour, "6h"}, {24 * time.Hour, "1d"}, {7 * 24 * time.Hour, "1w"}, {30 * 24 * time.Hour, "30d"},
 	{91 * 24 * time.Hour, "91d"}, {365 * 24 * time.Hour, "1y"}, {4 * 365 * 24 * time.Hour, "4y"},
 }
@@ -340,11 +341,12 @@ func (p Page) chart() chart {
 	c := chart{W: 760, H: 260, Left: 44, Right: 748, Top: 12, Bottom: 226}
 	// The longest time shown: the slowest node to apply, and how long
 	// the generation reported on has been out.
-	longest := 10 * time.Minute
+	longest, soonest := 10*time.Minute, time.Minute
 	var elapsed time.Duration
 	for _, r := range p.Rollouts {
 		if n := len(r.AppliedAfter); n > 0 {
 			longest = max(longest, r.AppliedAfter[n-1])
+			soonest = min(soonest, r.AppliedAfter[0])
 		}
 		if r.Generation == p.View.Generation {
 			elapsed = p.Made.Sub(r.DeclaredAt)
@@ -352,6 +354,11 @@ func (p Page) chart() chart {
 		}
 	}
 	lo, hi := chartTicks[0].d, chartTicks[len(chartTicks)-1].d
+	for _, t := range chartTicks {
+		if t.d <= soonest {
+			lo = t.d
+		}
+	}
 	for _, t := range chartTicks {
 		if t.d >= longest {
 			hi = t.d
@@ -369,8 +376,8 @@ func (p Page) chart() chart {
 	}
 	y := func(share float64) float64 { return float64(c.Bottom) - share*float64(c.Bottom-c.Top) }
 	for _, t := range chartTicks {
-		if t.d > hi {
-			break
+		if t.d < lo || t.d > hi {
+			continue
 		}
 		c.XTicks = append(c.XTicks, tick{At: coord(x(t.d)), Label: t.label})
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+	"golang.org/x/net/html"
 
 	"github.com/muster-tool/muster/internal/enrol"
 	"github.com/muster-tool/muster/internal/generation"
@@ -203,5 +204,63 @@ func TestPageInChromiumWithoutScriptsAndPrinted(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("printed: %s", out)
+	b.OnlyRequested(url)
+}
+
+// Ten thousand nodes in the browser: the rows come in chunks the browser
+// lays out only in view; the filter, the search and the sort move the
+// rows shown to the first chunks, in order, and hide the chunks left
+// empty.
+func TestPage10000NodesInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a fleet of 10,000 nodes")
+	}
+	_, page := bigFleetPage(t)
+	doc, err := html.Parse(strings.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed []string
+	for name, row := range nodeRows(t, doc) {
+		if row[0] == "failed" {
+			failed = append(failed, name)
+		}
+	}
+	slices.Sort(failed)
+	path := writePage(t, page)
+	url := chromium.FileURL(path)
+	b := chromium.Start(t, 1280, 1000)
+	b.Do(chromedp.Navigate(url))
+
+	const shownRows = `[...document.querySelectorAll("#node-table tbody tr")].filter(r => r.checkVisibility()).map(r => r.cells[0].textContent)`
+	const shownChunks = `[...document.querySelectorAll("#node-table tbody")].filter(c => !c.hidden).length`
+	if got := chromium.Eval[int](b, `document.querySelectorAll("#node-table tbody tr").length`); got != 10000 {
+		t.Fatalf("%d rows, want 10000", got)
+	}
+	b.Do(chromedp.Click(chromedp.CSS(`input[name=status][value=failed]`)))
+	if got := chromium.Eval[[]string](b, shownRows); !slices.Equal(got, failed) {
+		t.Errorf("failed rows shown: %d, want the %d failed nodes", len(got), len(failed))
+	}
+	if got := chromium.Eval[bool](b, `[...document.querySelector("#node-table tbody").rows].slice(0, `+fmt.Sprint(len(failed))+`).every(r => r.className === "failed")`); !got {
+		t.Error("the failed rows are not the first of the first chunk")
+	}
+	if got := chromium.Eval[int](b, shownChunks); got != 1 {
+		t.Errorf("%d chunks shown for %d rows, want 1", got, len(failed))
+	}
+	b.Do(chromedp.Click(chromedp.CSS(`input[name=status][value=""]`)), chromedp.SendKeys(chromedp.ID("search"), "node-0999"))
+	want := []string{"node-09990", "node-09991", "node-09992", "node-09993", "node-09994", "node-09995", "node-09996", "node-09997", "node-09998", "node-09999"}
+	if got := chromium.Eval[[]string](b, shownRows); !slices.Equal(got, want) {
+		t.Errorf("search node-0999: %q, want %q", got, want)
+	}
+	b.Do(chromedp.SendKeys(chromedp.ID("search"), strings.Repeat("\b", 9)))
+	if got := chromium.Eval[int](b, shownChunks); got != 10000/pageChunk {
+		t.Errorf("%d chunks shown for every row, want %d", got, 10000/pageChunk)
+	}
+	// Sorted by status, the failed nodes come first, then the outstanding.
+	b.Do(chromedp.Click(chromedp.Search(`//th/button[normalize-space()="Status"]`)))
+	got := chromium.Eval[[]string](b, shownRows)
+	if len(got) != 10000 || !slices.Equal(got[:len(failed)], failed) {
+		t.Errorf("sorted by status: %d rows starting %q, want the failed nodes first", len(got), got[:min(3, len(got))])
+	}
 	b.OnlyRequested(url)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -386,8 +387,11 @@ func TestPage10000Nodes50Generations(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a fleet of 10,000 nodes")
 	}
-	ff := newFactFleet(t, 10000, 50)
-	page, doc := renderPage(t, ff.State, 0, Selection{}, ff.Made)
+	ff, page := bigFleetPage(t)
+	doc, err := html.Parse(strings.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
 	checkSelfContained(t, page, doc)
 	t.Logf("page: %d bytes", len(page))
 	if len(page) >= 5<<20 {
@@ -443,5 +447,28 @@ func TestPage10000Nodes50Generations(t *testing.T) {
 		if n := strings.Count(attr(p, "d"), "V"); n > 2000 {
 			t.Errorf("a curve of %d points", n)
 		}
+	}
+}
+
+// The page counts, draws and filters every status there is: a status
+// added to the rules is added to the page too, or this fails.
+func TestPageKnowsEveryStatus(t *testing.T) {
+	for st := range statusOrder {
+		if !slices.Contains(pageStatuses, st) {
+			t.Errorf("the page does not show status %s", st)
+		}
+		var tot Totals
+		tot.add(st)
+		if count(tot, st) != 1 || tot.Nodes != 1 {
+			t.Errorf("the page does not count status %s", st)
+		}
+		for _, sel := range []string{"." + string(st) + " i", "." + string(st) + " > td:nth-child(2)::before"} {
+			if !strings.Contains(pageCSS, sel) {
+				t.Errorf("status %s has no shape: the style sheet has no %s", st, sel)
+			}
+		}
+	}
+	if len(pageStatuses) != len(statusOrder) {
+		t.Errorf("the page shows %d statuses, the rules have %d", len(pageStatuses), len(statusOrder))
 	}
 }

@@ -3,6 +3,7 @@ package fleet
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,4 +106,24 @@ func newFactFleet(t testing.TB, nodes, gens int) *factFleet {
 		}
 	}
 	return &factFleet{State: s, Made: made}
+}
+
+var (
+	bigOnce  sync.Once
+	bigFleet *factFleet
+	bigPage  string
+)
+
+// bigFleetPage returns the fleet of 10,000 nodes over 50 generations and
+// its page, made once for the tests and benchmarks that need them.
+func bigFleetPage(t testing.TB) (*factFleet, string) {
+	t.Helper()
+	bigOnce.Do(func() {
+		bigFleet = newFactFleet(t, 10000, 50)
+		bigPage, _ = renderPage(t, bigFleet.State, 0, Selection{}, bigFleet.Made)
+	})
+	if bigFleet == nil {
+		t.Fatal("the fleet of 10,000 nodes could not be made")
+	}
+	return bigFleet, bigPage
 }
