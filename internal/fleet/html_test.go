@@ -3,6 +3,7 @@ package fleet
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -470,5 +471,73 @@ func TestPageKnowsEveryStatus(t *testing.T) {
 	}
 	if len(pageStatuses) != len(statusOrder) {
 		t.Errorf("the page shows %d statuses, the rules have %d", len(pageStatuses), len(statusOrder))
+	}
+}
+
+// The page is made from the same view as the JSON document: every node
+// the document lists is a row of the page with the same status, last
+// applied generation and failed lines, and the counts are the same.
+func TestPageShowsWhatTheJSONSays(t *testing.T) {
+	f := goldenFixture(t)
+	s := f.load(false)
+	made := t0.Add(72 * time.Hour)
+	for _, sel := range []Selection{{}, {All: true}, {Names: []string{"web-2", "build-1", "old-host"}}} {
+		v := f.view(s, 0, sel)
+		var doc jsonDoc
+		if err := json.Unmarshal([]byte(jsonOf(t, v)), &doc); err != nil {
+			t.Fatal(err)
+		}
+		_, page := renderPage(t, s, 0, sel, made)
+		rows := nodeRows(t, page)
+		if len(rows) != len(doc.Nodes) {
+			t.Errorf("%+v: %d rows, %d nodes in the JSON", sel, len(rows), len(doc.Nodes))
+		}
+		for _, n := range doc.Nodes {
+			row := rows[n.Name]
+			if row == nil {
+				t.Errorf("%+v: %s is in the JSON, not on the page", sel, n.Name)
+				continue
+			}
+			applied := "none"
+			if n.LastApplied != nil {
+				applied = fmt.Sprint(*n.LastApplied)
+			}
+			if row[0] != string(n.Status) || row[1] != applied {
+				t.Errorf("%+v: %s: page %q, JSON %s, last applied %s", sel, n.Name, row, n.Status, applied)
+			}
+			for _, l := range n.FailedLines {
+				if !strings.Contains(row[3], l.ID+": "+l.Detail) {
+					t.Errorf("%+v: %s: the page does not show failed line %s: %s", sel, n.Name, l.ID, l.Detail)
+				}
+			}
+		}
+		// Reports not counted are named as the JSON names them: flagged
+		// always, refused with --all.
+		head := text(elements(page, "header")[0])
+		listed := doc.Flagged
+		if sel.All {
+			listed = append(listed, doc.Refused.Reports...)
+		}
+		for _, o := range listed {
+			if !strings.Contains(head, o.Object) || !strings.Contains(head, o.Reason) {
+				t.Errorf("%+v: the page does not name %s report %s: %s", sel, o.Kind, o.Object, o.Reason)
+			}
+		}
+		if len(sel.Names) == 0 && (len(doc.Flagged) == 0 || sel.All && len(doc.Refused.Reports) == 0) {
+			t.Errorf("%+v: the fixture has no flagged or refused report to show", sel)
+		}
+		if n := doc.Refused.Revoked + doc.Refused.Unknown + doc.Refused.Unverified; n > 0 && !strings.Contains(head, "Refused and not counted") {
+			t.Errorf("%+v: %d refused reports are not counted on the page", sel, n)
+		}
+		var want []string
+		for _, st := range pageStatuses {
+			if st == Decommissioned && !sel.All && doc.Totals.Decommissioned == 0 {
+				continue
+			}
+			want = append(want, fmt.Sprintf("%d %s", count(Totals(doc.Totals), st), st))
+		}
+		if got, w := text(byID(t, page, "counts")), fmt.Sprintf("%d nodes %s", doc.Totals.Nodes, strings.Join(want, " ")); got != w {
+			t.Errorf("%+v: counts %q, JSON %q", sel, got, w)
+		}
 	}
 }
