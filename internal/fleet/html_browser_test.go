@@ -2,8 +2,6 @@ package fleet
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -151,12 +149,7 @@ func TestPageInChromium(t *testing.T) {
 		}
 	}
 
-	png := chromium.Run(b, chromedp.FullScreenshot(100))
-	shot := filepath.Join(t.ArtifactDir(), "report-page.png")
-	if err := os.WriteFile(shot, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s", shot)
+	b.Screenshot("report-page.png")
 	b.OnlyRequested(url)
 }
 
@@ -198,12 +191,7 @@ func TestPageInChromiumWithoutScriptsAndPrinted(t *testing.T) {
 	if chromium.Eval[bool](b, `document.getElementById("controls").checkVisibility()`) {
 		t.Error("printed, the controls show")
 	}
-	pdf := chromium.Run(b, chromedp.PrintToPDF(chromedp.PDFPaper(chromedp.PaperA4), chromedp.PDFPrintBackground()))
-	out := filepath.Join(t.ArtifactDir(), "report-page.pdf")
-	if err := os.WriteFile(out, pdf, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("printed: %s", out)
+	b.PrintToPDF("report-page.pdf")
 	b.OnlyRequested(url)
 }
 

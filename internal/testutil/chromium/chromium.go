@@ -170,6 +170,30 @@ func FileURL(path string) string {
 	return "file://" + filepath.ToSlash(abs)
 }
 
+// Screenshot keeps a picture of the whole page as name (PNG) among the
+// test's artifacts: with go test -artifacts -outputdir DIR they stay in
+// DIR, next to the test's output, which names the file.
+func (b *Browser) Screenshot(name string) {
+	b.t.Helper()
+	b.keep(name, Run(b, chromedp.FullScreenshot(100)))
+}
+
+// PrintToPDF keeps the page as printed on A4 as name (PDF) among the
+// test's artifacts, as Screenshot does.
+func (b *Browser) PrintToPDF(name string) {
+	b.t.Helper()
+	b.keep(name, Run(b, chromedp.PrintToPDF(chromedp.PDFPaper(chromedp.PaperA4), chromedp.PDFPrintBackground())))
+}
+
+func (b *Browser) keep(name string, data []byte) {
+	b.t.Helper()
+	p := filepath.Join(b.t.ArtifactDir(), name)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Logf("kept %s", p)
+}
+
 // Requests returns the URLs requested since the last call.
 func (b *Browser) Requests() []string {
 	b.mu.Lock()
