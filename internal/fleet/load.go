@@ -1,9 +1,9 @@
 // Package fleet owns the mesh's reading of every host's reports into who
 // applied a generation, who failed it and why, and who is simply
 // outstanding: loading them from the spool, the report cache that spares
-// reading them again, the views and their JSON document, and the newest
-// recovery copy of each node, which declare hands on to a host that lost
-// its state.
+// reading them again, the views with their JSON document and rollout page
+// (html.go), and the newest recovery copy of each node, which declare hands
+// on to a host that lost its state.
 package fleet
 
 import (
