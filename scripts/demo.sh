@@ -97,5 +97,5 @@ run muster report --table || echo "(report exited with status $?)"
 run muster report web-1 --fail-on none
 
 # Last, the rollout as a page to open in a browser: no network needed.
-run "$muster" report --html "$demo/rollout.html" --fail-on none
+run muster report --html "$demo/rollout.html" --fail-on none
 printf '\nthe demo is in %s\nthe rollout page is %s\n' "$demo" "$demo/rollout.html"

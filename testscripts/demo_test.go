@@ -2,6 +2,7 @@ package testscripts
 
 import (
 	"bufio"
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,6 +76,23 @@ func TestDemoRuns(t *testing.T) {
 		"generation 2 applied: 1 changed", "(report exited with status 5)", "\n$ muster report web-1 --fail-on none\n"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the demo's output lacks %q:\n%s", want, out)
+		}
+	}
+	// It ends by writing the rollout page and printing its path, where a
+	// page of the demo's two hosts is.
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	m := regexp.MustCompile(`^the rollout page is (/.+\.html)$`).FindStringSubmatch(lines[len(lines)-1])
+	if m == nil {
+		t.Fatalf("the demo's last line is %q, want the path of the rollout page", lines[len(lines)-1])
+	}
+	page, err := os.ReadFile(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<!DOCTYPE html>", "<title>muster report: generation 3</title>",
+		`<tr class="failed" data-o="0"><td>web-1</td>`, `<tr class="ineligible" data-o="2"><td>web-2</td>`} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("the demo's page has no %s", want)
 		}
 	}
 }

@@ -131,8 +131,10 @@ func TestPageInChromium(t *testing.T) {
 			t.Errorf("the count shown says %q, want %q", got, step.shown)
 		}
 	}
-	// Sorting: by status (what needs attention first), by last contact
-	// (longest silent first, then the other way), by name.
+	// Sorting by each column: by status (what needs attention first), by
+	// last contact (longest silent first, then the other way), by name, by
+	// last applied generation, by failed lines; rows that tie keep the
+	// order they had.
 	for _, step := range []struct {
 		column string
 		first  []string
@@ -141,6 +143,9 @@ func TestPageInChromium(t *testing.T) {
 		{"Last contact", []string{"build-1", "spare", "laptop", "web-01", "web-02", "db-1", "cache-1", "web-03"}},
 		{"Last contact", []string{"web-08", "web-07"}},
 		{"Node", all[:3]},
+		{"Last applied", []string{"build-1", "laptop", "spare", "cache-1", "db-1", "web-01"}},
+		{"Failed lines and notes", []string{"laptop", "web-01", "web-02", "web-03", "web-04", "web-05", "web-06", "web-07", "web-08",
+			"build-1", "db-1", "cache-1", "spare"}},
 	} {
 		b.Do(chromedp.Click(chromedp.Search(fmt.Sprintf(`//th/button[normalize-space()=%q]`, step.column))))
 		got := chromium.Eval[[]string](b, visibleRows)
