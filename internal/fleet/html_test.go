@@ -534,3 +534,25 @@ func TestPageShowsWhatTheJSONSays(t *testing.T) {
 		}
 	}
 }
+
+// A generation with no readable manifest, and a spool that holds two
+// histories, say so at the top of the page, as report says on stderr.
+func TestPageWarnsOfForksAndMissingManifests(t *testing.T) {
+	f := newFixture(t)
+	id := f.enrol("web-1", t0)
+	f.commitAfter(1, t0, &generation.Manifest{Nodes: []generation.ManifestNode{assign(id)}}, nil, "")
+	other := &generation.Commit{Generation: 1, Digest: "sha256:" + strings.Repeat("cd", 32)}
+	f.commitAfter(2, t0.Add(time.Hour), nil, other, "")
+	s := f.load(false)
+	if len(s.Forks) != 1 {
+		t.Fatalf("forks %+v, want one", s.Forks)
+	}
+	_, doc := renderPage(t, s, 0, Selection{}, t0.Add(2*time.Hour))
+	head := text(elements(doc, "header")[0])
+	if !strings.Contains(head, "The manifest of generation 2 could not be read") {
+		t.Errorf("the page does not say the manifest is missing: %q", head)
+	}
+	if !strings.Contains(head, "Fork: "+s.Forks[0].String()) {
+		t.Errorf("the page does not name the fork: %q", head)
+	}
+}
