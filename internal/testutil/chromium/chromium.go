@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -192,6 +193,57 @@ func (b *Browser) keep(name string, data []byte) {
 		b.t.Fatal(err)
 	}
 	b.t.Logf("kept %s", p)
+}
+
+// CPUTime is the CPU time (user and system) the browser's processes have
+// spent so far: the browser, its renderers and its helpers. A page's cost
+// measured this way is what it would take of a machine it had to itself,
+// which the wall time on a busy machine is not.
+func (b *Browser) CPUTime() time.Duration {
+	b.t.Helper()
+	c := chromedp.FromContext(b.ctx)
+	if c == nil || c.Browser == nil || c.Browser.Process() == nil {
+		b.t.Fatal("chromium: no browser process")
+	}
+	root := c.Browser.Process().Pid
+	// Every process's parent and CPU ticks, from /proc/PID/stat.
+	parent := map[int]int{}
+	ticks := map[int]int64{}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // gone since it was listed
+		}
+		// The command name is in parentheses and may hold spaces: the
+		// fields are counted after its closing one.
+		f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		utime, _ := strconv.ParseInt(f[11], 10, 64)
+		stime, _ := strconv.ParseInt(f[12], 10, 64)
+		parent[pid], ticks[pid] = ppid, utime+stime
+	}
+	var total int64
+	for pid, t := range ticks {
+		for p := pid; p > 1; p = parent[p] {
+			if p == root {
+				total += t
+				break
+			}
+		}
+	}
+	// USER_HZ is 100 on Linux.
+	return time.Duration(total) * 10 * time.Millisecond
 }
 
 // Requests returns the URLs requested since the last call.
