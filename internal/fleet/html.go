@@ -63,7 +63,7 @@ type Page struct {
 }
 
 // pageStatuses are the statuses in the order the page counts them.
-var pageStatuses = []Status{Applied, Failed, Outstanding, Ineligible, Unassigned, Decommissioned}
+var pageStatuses = []Status{Applied, Failed, Outstanding, Ineligible, Unassigned, Held, Decommissioned}
 
 // count is how many nodes of t have status st.
 func count(t Totals, st Status) int {
@@ -78,6 +78,8 @@ func count(t Totals, st Status) int {
 		return t.Ineligible
 	case Unassigned:
 		return t.Unassigned
+	case Held:
+		return t.Held
 	case Decommissioned:
 		return t.Decommissioned
 	}
@@ -98,6 +100,7 @@ type pageData struct {
 	Expired       bool
 	Made          stamp
 	Manifest      bool
+	Wave          string
 	Nodes         int
 	Counts        []statusCount
 	Forks         []generation.Fork
@@ -125,6 +128,7 @@ type statusCount struct {
 
 type historyRow struct {
 	Generation uint64
+	Wave       string
 	Declared   stamp
 	Current    bool
 	Manifest   bool
@@ -197,7 +201,7 @@ func (p Page) data() *pageData {
 	d := &pageData{
 		CSS: template.CSS(pageCSS), JS: template.JS(pageJS), CSP: pageCSP,
 		Generation: v.Generation, Newest: v.Newest, Run: v.Run, Commit: v.Commit,
-		Declared: p.stamp(v.DeclaredAt), Made: p.stamp(p.Made), Manifest: v.Manifest,
+		Declared: p.stamp(v.DeclaredAt), Made: p.stamp(p.Made), Manifest: v.Manifest, Wave: v.Wave,
 		Nodes: v.Totals.Nodes, Forks: v.Forks, Flagged: v.Flagged,
 		RefusedCounts: v.RefusedCounts(), RefusedListed: p.All,
 		DecomShown: p.All || v.Totals.Decommissioned > 0,
@@ -237,10 +241,13 @@ func (p Page) data() *pageData {
 // once.
 const pageChunk = 100
 
+// counts are the counts of t by status: decommissioned nodes only when
+// decom, held ones only when there are some (a staged rollout), as report
+// counts them.
 func counts(t Totals, decom bool) []statusCount {
 	var out []statusCount
 	for _, st := range pageStatuses {
-		if st == Decommissioned && !decom {
+		if st == Decommissioned && !decom || st == Held && t.Held == 0 {
 			continue
 		}
 		out = append(out, statusCount{st, count(t, st)})
@@ -252,7 +259,7 @@ func counts(t Totals, decom bool) []statusCount {
 // statuses, and how long its rollout took to reach half and 90% of the
 // nodes assigned it.
 func (p Page) historyRow(r Rollout, current, decom bool) historyRow {
-	h := historyRow{Generation: r.Generation, Declared: p.stamp(r.DeclaredAt), Current: current, Manifest: r.Manifest,
+	h := historyRow{Generation: r.Generation, Wave: r.Wave, Declared: p.stamp(r.DeclaredAt), Current: current, Manifest: r.Manifest,
 		Totals: r.Totals, Counts: counts(r.Totals, decom), Assigned: r.Totals.Assigned()}
 	x := 0
 	for _, st := range pageStatuses {

@@ -504,6 +504,9 @@ func TestPageShowsWhatTheJSONSays(t *testing.T) {
 				}
 			}
 		}
+		if got, want := text(elements(page, "h1")[0]), "Generation 2 for wave "+doc.Wave+" (the newest)"; got != want {
+			t.Errorf("%+v: heading %q, want %q", sel, got, want)
+		}
 		// Reports not counted are named as the JSON names them: flagged
 		// always, refused with --all.
 		head := text(elements(page, "header")[0])
@@ -524,7 +527,7 @@ func TestPageShowsWhatTheJSONSays(t *testing.T) {
 		}
 		var want []string
 		for _, st := range pageStatuses {
-			if st == Decommissioned && !sel.All && doc.Totals.Decommissioned == 0 {
+			if st == Decommissioned && !sel.All && doc.Totals.Decommissioned == 0 || st == Held && doc.Totals.Held == 0 {
 				continue
 			}
 			want = append(want, fmt.Sprintf("%d %s", count(Totals(doc.Totals), st), st))

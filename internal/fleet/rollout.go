@@ -51,6 +51,9 @@ func (s *State) Rollouts(ctx context.Context, upTo uint64, last int, sel Selecti
 			return nil, err
 		}
 		r := Rollout{HistoryEntry: HistoryEntry{Generation: gen, Run: c.Run, DeclaredAt: c.DeclaredAt, Manifest: man != nil}}
+		if man != nil {
+			r.Wave = man.wave
+		}
 		for _, name := range s.reg.Names() {
 			n := s.reg.Nodes[name]
 			if !want(n) {
