@@ -21,7 +21,7 @@ func cmdEnrol() *Command {
 	return &Command{
 		Name:  "enrol",
 		Short: "enrol hosts: issue and cancel tokens, admit, revoke, list, join",
-		Long:  "Enrolment decides which host identities the mesh trusts. The operator issues a token for a node name; the host joins with it; the mesh admits the join request (declare and report do this implicitly).",
+		Long:  "Enrolment decides which host identities the mesh trusts. The operator issues a token for a node name; the host joins with it; the mesh admits the join request (declare does this too; report and the other read-only commands never do).",
 		Sub:   []*Command{cmdEnrolIssue(), cmdEnrolCancel(), cmdEnrolAdmit(), cmdEnrolRevoke(), cmdEnrolList(), cmdEnrolJoin()},
 	}
 }
@@ -544,7 +544,7 @@ is refused), creates the host's key pair in the state directory (keys 0600, dire
 0700), writes the host config (--config: spool, node name, state directory),
 runs and sends a briefing, and writes the join request, signed by the host key
 and by the token's proof and encrypted to the mesh. The mesh admits it on its
-next admit, declare or report.
+next admit or declare.
 
 A host config that already exists at --config (written ahead of enrolment,
 for example to set briefing thresholds) keeps its settings: join fills in the
@@ -599,7 +599,7 @@ func runEnrolJoin(env *Env, o enrolJoinOptions, args []string) error {
 		return err
 	}
 	env.Warn(res.Warnings)
-	fmt.Fprintf(env.Stdio.Out, "joined as %s (identity %s); the mesh admits it on its next admit, declare or report\n", res.Name, res.NodeID)
+	fmt.Fprintf(env.Stdio.Out, "joined as %s (identity %s); the mesh admits it on its next admit or declare\n", res.Name, res.NodeID)
 	if res.Briefing.Eligible() {
 		fmt.Fprintln(env.Stdio.Out, "briefing: eligible")
 	} else {

@@ -82,7 +82,7 @@ func (st *JoinState) String() string {
 	case st.Refused:
 		return fmt.Sprintf("the mesh refused this host's join request (token %s); muster enrol admit on the mesh says why", st.TokenID)
 	case st.Pending:
-		return fmt.Sprintf("this host's join request (token %s) waits for the mesh to admit it: on its next admit, declare or report", st.TokenID)
+		return fmt.Sprintf("this host's join request (token %s) waits for the mesh to admit it: on its next admit or declare", st.TokenID)
 	}
 	return ""
 }
