@@ -21,15 +21,40 @@ type Packages interface {
 	Remove(ctx context.Context, names []string) error
 }
 
-// Services is an init-system backend (systemd, via systemctl).
+// Services is an init-system backend (systemd).
 type Services interface {
-	IsEnabled(ctx context.Context, unit string) (bool, error)
+	// Units reads the state of units, one UnitState each in the order
+	// given, in as few queries as the backend can make it. An error fails
+	// them all; a unit that cannot be read (one systemd does not know)
+	// has its own UnitState.Err.
+	Units(ctx context.Context, units []string) ([]UnitState, error)
 	SetEnabled(ctx context.Context, unit string, enabled bool) error
 	// CanRun reports whether units can be started here (false under a
 	// --root other than /, or where systemd is not running); when false,
-	// IsActive, SetRunning and Restart are not called.
+	// SetRunning, Restart and Reload are not called, and Units reads only
+	// enablement.
 	CanRun() bool
-	IsActive(ctx context.Context, unit string) (bool, error)
 	SetRunning(ctx context.Context, unit string, running bool) error
 	Restart(ctx context.Context, unit string) error
+	// Reload makes the init system read every unit file again
+	// (systemctl daemon-reload).
+	Reload(ctx context.Context) error
+	// UnitFile reports whether path (absolute, below the root) is a unit
+	// file, or in a drop-in directory, that the init system reads: a
+	// change to it takes effect only after Reload.
+	UnitFile(path string) bool
+}
+
+// UnitState is what Services.Units read of one unit.
+type UnitState struct {
+	// Enabled, by the init system's own definition (systemctl
+	// is-enabled).
+	Enabled bool
+	// Active (running, or reloading while running) and Stale are read
+	// only where units can run. Stale: the init system runs an older
+	// definition of the unit than its files on disk hold (systemd's
+	// NeedDaemonReload), so what runs is not what is declared.
+	Active, Stale bool
+	// Err: this unit could not be read.
+	Err error
 }

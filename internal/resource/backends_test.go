@@ -95,18 +95,39 @@ type fakeServices struct {
 	enabled map[string]bool
 	active  map[string]bool
 	// dies names units that stop right after a restart.
-	dies  map[string]bool
+	dies map[string]bool
+	// stale names units systemd runs an older definition of, until the
+	// next reload.
+	stale map[string]bool
 	calls []string
+	looks int // Units calls
 	// onCall runs at the start of every changing call.
 	onCall func(call string)
 }
 
-func (f *fakeServices) IsEnabled(_ context.Context, unit string) (bool, error) {
-	if unit == "missing.service" {
-		return false, errors.New("Failed to get unit file state for missing.service: No such file or directory")
+func (f *fakeServices) Units(_ context.Context, units []string) ([]UnitState, error) {
+	f.looks++
+	out := make([]UnitState, len(units))
+	for i, unit := range units {
+		if unit == "missing.service" {
+			out[i].Err = errors.New("Failed to get unit file state for missing.service: No such file or directory")
+			continue
+		}
+		out[i].Enabled = f.enabled[unit]
+		if f.canRun {
+			out[i].Active, out[i].Stale = f.active[unit], f.stale[unit]
+		}
 	}
-	return f.enabled[unit], nil
+	return out, nil
 }
+
+func (f *fakeServices) Reload(context.Context) error {
+	f.record("reload")
+	clear(f.stale)
+	return nil
+}
+
+func (f *fakeServices) UnitFile(path string) bool { return strings.HasPrefix(path, "/etc/systemd/system/") }
 
 func (f *fakeServices) SetEnabled(_ context.Context, unit string, on bool) error {
 	f.record(fmt.Sprintf("enable %s %v", unit, on))
@@ -115,13 +136,6 @@ func (f *fakeServices) SetEnabled(_ context.Context, unit string, on bool) error
 }
 
 func (f *fakeServices) CanRun() bool { return f.canRun }
-
-func (f *fakeServices) IsActive(_ context.Context, unit string) (bool, error) {
-	if !f.canRun {
-		panic("IsActive called although CanRun is false")
-	}
-	return f.active[unit], nil
-}
 
 func (f *fakeServices) SetRunning(_ context.Context, unit string, on bool) error {
 	f.record(fmt.Sprintf("run %s %v", unit, on))
@@ -144,7 +158,7 @@ func (f *fakeServices) record(call string) {
 
 func newFakes() (*fakePackages, *fakeServices) {
 	return &fakePackages{installed: map[string]string{}, candidates: map[string]string{}, broken: map[string]bool{}},
-		&fakeServices{canRun: true, enabled: map[string]bool{}, active: map[string]bool{}, dies: map[string]bool{}}
+		&fakeServices{canRun: true, enabled: map[string]bool{}, active: map[string]bool{}, dies: map[string]bool{}, stale: map[string]bool{}}
 }
 
 // Packages go first, with one Installed query and one Install call for all
@@ -187,7 +201,8 @@ func TestApplyDefaultOrderAndOneInstall(t *testing.T) {
 	if !slices.Equal(pk.calls, wantCalls) {
 		t.Errorf("package calls:\n%s\nwant:\n%s", strings.Join(pk.calls, "\n"), strings.Join(wantCalls, "\n"))
 	}
-	if !slices.Equal(sv.calls, []string{"enable nginx.service true", "run nginx.service true"}) {
+	// Packages may ship unit files: systemd reads them again first.
+	if !slices.Equal(sv.calls, []string{"reload", "enable nginx.service true", "run nginx.service true"}) {
 		t.Errorf("service calls %q", sv.calls)
 	}
 	if !res["package:nginx"].Created || res["package:jq"].Created {
@@ -292,6 +307,71 @@ func TestApplyRestartsOnChangedFile(t *testing.T) {
 	res = apply(t, s, web, file("/etc/web.conf", "v2"))
 	if r := wantStatus(t, res, web.ID(), outcome.Failed); !strings.Contains(r.Detail, "not running after restart") {
 		t.Errorf("detail %q", r.Detail)
+	}
+}
+
+// What starts must be what is declared: a changed unit file or drop-in is
+// followed by a reload of systemd before the unit is started or restarted,
+// once however many changed; a unit that needs a reload at the first look
+// is reloaded and its line says so; one that still needs a reload at the
+// read-back fails, never verified; and a run that changes nothing reads
+// the units twice (the first look and the read-back) and reloads nothing.
+func TestApplyReloadsChangedUnits(t *testing.T) {
+	root := newRoot(t)
+	_, sv := newFakes()
+	sv.active["web.service"] = true
+	unit := file("/etc/systemd/system/web.service", "[Service]\nExecStart=/bin/web\n")
+	dropIn := file("/etc/systemd/system/web.service.d/colour.conf", "[Service]\nEnvironment=COLOUR=blue\n")
+	conf := file("/etc/web.conf", "v1")
+	web := Spec{Kind: Service, Name: "web.service", Enabled: ptr(true), Running: ptr(true),
+		RestartOn: []string{"/etc/web.conf", "/etc/systemd/system/web.service.d/colour.conf"}}
+	s := &System{Root: root, Services: sv}
+
+	res := apply(t, s, web, unit, dropIn, conf)
+	wantStatus(t, res, web.ID(), outcome.Changed)
+	want := []string{"reload", "enable web.service true", "restart web.service"}
+	if !slices.Equal(sv.calls, want) {
+		t.Errorf("calls %q, want %q", sv.calls, want)
+	}
+
+	sv.calls, sv.looks = nil, 0
+	res = apply(t, s, web, unit, dropIn, conf)
+	wantStatus(t, res, web.ID(), outcome.OK)
+	if len(sv.calls) != 0 || sv.looks != 2 {
+		t.Errorf("a run that changes nothing: calls %q and %d looks, want none and 2", sv.calls, sv.looks)
+	}
+
+	// Only the config changed: restarted, not reloaded.
+	sv.calls = nil
+	apply(t, s, web, unit, dropIn, file("/etc/web.conf", "v2"))
+	if !slices.Equal(sv.calls, []string{"restart web.service"}) {
+		t.Errorf("calls %q", sv.calls)
+	}
+
+	// The drop-in changed: reloaded, then restarted.
+	sv.calls = nil
+	dropIn.Content = "[Service]\nEnvironment=COLOUR=green\n"
+	apply(t, s, web, unit, dropIn, conf)
+	if !slices.Equal(sv.calls, []string{"reload", "restart web.service"}) {
+		t.Errorf("calls %q", sv.calls)
+	}
+
+	// Edited by hand: systemd runs an older definition at the first look.
+	sv.calls = nil
+	sv.stale["web.service"] = true
+	res = apply(t, s, web, unit, dropIn, conf)
+	if r := wantStatus(t, res, web.ID(), outcome.Changed); !strings.Contains(r.Detail, "reloaded") {
+		t.Errorf("detail %q", r.Detail)
+	}
+	if !slices.Equal(sv.calls, []string{"reload"}) {
+		t.Errorf("calls %q", sv.calls)
+	}
+
+	// Still stale when read back: failed, whatever else matches.
+	s.beforeReadBack = func() { sv.stale["web.service"] = true }
+	res = apply(t, s, web, unit, dropIn, conf)
+	if r := wantStatus(t, res, web.ID(), outcome.Failed); !strings.Contains(r.Detail, "NeedDaemonReload=yes") || r.Digest != "" {
+		t.Errorf("a unit that needs a reload: %+v", r)
 	}
 }
 

@@ -42,6 +42,9 @@ type State struct {
 	// Enabled and Active of a service; nil when not read.
 	Enabled *bool
 	Active  *bool
+	// Stale: the init system runs an older definition of the service
+	// than its unit files hold; read only where units can run.
+	Stale bool
 
 	// sameContent: the file's content equals the declared content
 	// (compared while hashing, so no declared digest is needed).

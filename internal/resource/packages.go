@@ -101,6 +101,7 @@ func (r *run) changePackages(items []*item) {
 		}
 		r.seq++
 		it.seq = r.seq
+		r.pkgSeq = r.seq
 		switch {
 		case it.absent:
 			remove = append(remove, it.spec.Name)

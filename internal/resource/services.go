@@ -10,51 +10,127 @@ var errNoServices = errors.New("no service backend on this host")
 
 const notManagedNote = "running is not managed under a root other than /; enablement verified"
 
-// changeServices sets enablement, and running where units can run.
+// changeServices sets enablement, and running where units can run, from
+// one look at all the units of the group. What starts must be what is
+// declared: a unit file or drop-in this run changed (or a package, which
+// may ship them) is followed by a reload of the init system before any
+// unit is started, and so is a unit the init system runs an older
+// definition of (its line says it was reloaded).
 func (r *run) changeServices(items []*item) {
+	svc := r.s.Services
+	var todo []*item
 	for _, it := range items {
+		switch {
+		case r.interrupted(it):
+		case svc == nil:
+			it.fatal = errNoServices
+		default:
+			todo = append(todo, it)
+		}
+	}
+	if len(todo) == 0 {
+		return
+	}
+	states, err := r.lookServices(todo)
+	if err == nil && svc.CanRun() && anyStale(states) {
+		if err = r.reload(); err == nil {
+			for i, it := range todo {
+				if states[i].Err == nil && states[i].Stale {
+					it.changed = true
+					it.what = append(it.what, "reloaded (systemd ran an older definition of the unit)")
+				}
+			}
+			states, err = r.lookServices(todo)
+		}
+	}
+	if err != nil {
+		for _, it := range todo {
+			it.fatal = err
+		}
+		return
+	}
+	for i, it := range todo {
+		if states[i].Err != nil {
+			it.fatal = states[i].Err
+			continue
+		}
 		if r.interrupted(it) {
 			continue
 		}
-		svc := r.s.Services
-		if svc == nil {
-			it.fatal = errNoServices
-			continue
-		}
 		s := it.spec
-		if s.Enabled != nil {
-			en, err := svc.IsEnabled(r.ctx, s.Name)
-			if err != nil {
+		if s.Enabled != nil && states[i].Enabled != *s.Enabled {
+			if err := svc.SetEnabled(r.ctx, s.Name, *s.Enabled); err != nil {
 				it.fatal = err
 				continue
 			}
-			if en != *s.Enabled {
-				if err := svc.SetEnabled(r.ctx, s.Name, *s.Enabled); err != nil {
-					it.fatal = err
-					continue
-				}
-				it.changed = true
-				it.what = append(it.what, pick(*s.Enabled, "enabled", "disabled"))
-			}
+			it.changed = true
+			it.what = append(it.what, pick(*s.Enabled, "enabled", "disabled"))
 		}
-		if s.Running != nil && svc.CanRun() {
-			active, err := svc.IsActive(r.ctx, s.Name)
-			if err != nil {
+		if s.Running != nil && svc.CanRun() && states[i].Active != *s.Running {
+			if err := svc.SetRunning(r.ctx, s.Name, *s.Running); err != nil {
 				it.fatal = err
 				continue
 			}
-			if active != *s.Running {
-				if err := svc.SetRunning(r.ctx, s.Name, *s.Running); err != nil {
-					it.fatal = err
-					continue
-				}
-				r.seq++
-				it.startSeq = r.seq
-				it.changed = true
-				it.what = append(it.what, pick(*s.Running, "started", "stopped"))
-			}
+			r.seq++
+			it.startSeq = r.seq
+			it.changed = true
+			it.what = append(it.what, pick(*s.Running, "started", "stopped"))
 		}
 	}
+}
+
+// lookServices reloads the init system if unit files changed since it
+// last read them, then reads the units of items in one query.
+func (r *run) lookServices(items []*item) ([]UnitState, error) {
+	if err := r.reloadIfChanged(); err != nil {
+		return nil, err
+	}
+	names := make([]string, len(items))
+	for i, it := range items {
+		names[i] = it.spec.Name
+	}
+	states, err := r.s.Services.Units(r.ctx, names)
+	if err == nil && len(states) != len(names) {
+		err = fmt.Errorf("the service backend read %d units of %d", len(states), len(names))
+	}
+	return states, err
+}
+
+func anyStale(states []UnitState) bool {
+	for _, st := range states {
+		if st.Err == nil && st.Stale {
+			return true
+		}
+	}
+	return false
+}
+
+// reloadIfChanged reloads the init system when a unit file or drop-in, or
+// a package, changed in this run since it last read its unit files.
+func (r *run) reloadIfChanged() error {
+	svc := r.s.Services
+	if !svc.CanRun() || r.reloadSeq >= r.seq {
+		return nil
+	}
+	need := r.pkgSeq > r.reloadSeq
+	for p, seq := range r.changed {
+		if seq > r.reloadSeq && svc.UnitFile(p) {
+			need = true
+			break
+		}
+	}
+	if !need {
+		return nil
+	}
+	return r.reload()
+}
+
+func (r *run) reload() error {
+	if err := r.s.Services.Reload(r.ctx); err != nil {
+		return err
+	}
+	r.reloadSeq = r.seq
+	return nil
 }
 
 // restarts restarts each service one of whose RestartOn paths changed in
@@ -90,16 +166,24 @@ func (r *run) restarts() {
 			continue
 		}
 		if s.Running == nil {
-			active, err := svc.IsActive(r.ctx, s.Name)
+			states, err := r.lookServices([]*item{it})
+			if err == nil {
+				err = states[0].Err
+			}
 			if err != nil {
 				it.fatal = err
 				continue
 			}
-			if !active {
+			if !states[0].Active {
 				continue
 			}
 		}
 		if r.interrupted(it) {
+			continue
+		}
+		// A unit file changed by a later group than the service's.
+		if err := r.reloadIfChanged(); err != nil {
+			it.fatal = err
 			continue
 		}
 		if err := svc.Restart(r.ctx, s.Name); err != nil {
@@ -111,40 +195,58 @@ func (r *run) restarts() {
 	}
 }
 
-// observeServices reads each service spec's enablement, and whether it is
-// active where units can run and running matters.
+// observeServices reads every service spec's enablement, and where units
+// can run whether it is active and whether the init system runs its
+// current definition, in one query for all of them.
 func (r *run) observeServices() {
+	svc := r.s.Services
+	var todo []*item
 	for _, it := range r.items {
 		s := it.spec
 		if s.Kind != Service || it.err != nil || it.leave {
 			continue
 		}
-		o := &it.obs
-		*o = observed{}
-		svc := r.s.Services
+		it.obs = observed{}
 		if svc == nil {
-			o.err = errNoServices
+			it.obs.err = errNoServices
 			continue
 		}
-		o.st = State{Exists: true}
 		if s.Running != nil && !svc.CanRun() && !r.live && s.Enabled != nil {
 			it.note = joinNote(it.note, notManagedNote)
 		}
-		if s.Enabled != nil {
-			en, err := svc.IsEnabled(r.ctx, s.Name)
-			if err != nil {
-				o.err = err
-				continue
-			}
-			o.st.Enabled = &en
+		todo = append(todo, it)
+	}
+	if len(todo) == 0 {
+		return
+	}
+	names := make([]string, len(todo))
+	for i, it := range todo {
+		names[i] = it.spec.Name
+	}
+	states, err := svc.Units(r.ctx, names)
+	if err == nil && len(states) != len(names) {
+		err = fmt.Errorf("the service backend read %d units of %d", len(states), len(names))
+	}
+	for i, it := range todo {
+		o := &it.obs
+		switch {
+		case err != nil:
+			o.err = err
+			continue
+		case states[i].Err != nil:
+			o.err = states[i].Err
+			continue
 		}
-		if (s.Running != nil || it.restarted) && svc.CanRun() {
-			active, err := svc.IsActive(r.ctx, s.Name)
-			if err != nil {
-				o.err = err
-				continue
+		st, s := states[i], it.spec
+		o.st = State{Exists: true}
+		if s.Enabled != nil {
+			o.st.Enabled = &st.Enabled
+		}
+		if svc.CanRun() {
+			if s.Running != nil || it.restarted {
+				o.st.Active = &st.Active
 			}
-			o.st.Active = &active
+			o.st.Stale = st.Stale
 		}
 	}
 }
@@ -169,6 +271,9 @@ func (r *run) serviceMismatch(it *item, st *State) []string {
 	if it.restarted && canRun && (st.Active == nil || !*st.Active) {
 		d = append(d, "not running after restart")
 	}
+	if st.Stale {
+		d = append(d, "systemd runs an older definition of the unit than its files hold (NeedDaemonReload=yes): run systemctl daemon-reload")
+	}
 	return d
 }
 
@@ -176,6 +281,9 @@ func (r *run) serviceMismatch(it *item, st *State) []string {
 func serviceDryPlan(it *item, svc Services) []string {
 	s, st := it.spec, &it.obs.st
 	var what []string
+	if st.Stale {
+		what = append(what, "reload (systemd runs an older definition of the unit)")
+	}
 	if s.Enabled != nil && st.Enabled != nil && *st.Enabled != *s.Enabled {
 		what = append(what, pick(*s.Enabled, "enable", "disable"))
 	}

@@ -250,6 +250,9 @@ type run struct {
 	ids *ids
 	// db is the accounts databases as last observed.
 	db *accountsDB
+	// pkgSeq: when a package last changed in this run; reloadSeq: when
+	// the init system last read its unit files again (see reloadIfChanged).
+	pkgSeq, reloadSeq int
 	// workers: one per goroutine observing paths; the first also
 	// serves the change phase's own looks.
 	workers workers

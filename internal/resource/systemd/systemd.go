@@ -1,9 +1,18 @@
 // Package systemd is the systemd backend of resource.Services: it enables,
-// disables, starts, stops and restarts units and reads their state back,
-// all through systemctl. Under a root other than "/" it uses
-// systemctl --root, which changes and reads the unit file symlinks of that
-// tree offline; units cannot be started there, so CanRun is false. On "/"
-// units run only where systemd is the running init.
+// disables, starts, stops and restarts units and reloads systemd through
+// systemctl, whose messages carry systemd's own reasons, and reads the
+// state of units back.
+//
+// On the running system the state of all the units an apply names is read
+// over one D-Bus connection to systemd (its private socket as root, else
+// the system bus), with every query sent before the first answer is
+// awaited: enablement as systemctl is-enabled computes it (from the unit
+// files on disk, never a cached answer), whether each unit is active, and
+// whether systemd runs the definition its files hold (NeedDaemonReload).
+// Under a root other than "/" it uses systemctl --root, which changes and
+// reads the unit file symlinks of that tree offline, several units a
+// call; units cannot be started there, so CanRun is false. On "/" units
+// run only where systemd is the running init.
 package systemd
 
 import (
@@ -15,6 +24,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+
+	"github.com/godbus/dbus/v5"
 
 	"github.com/muster-tool/muster/internal/resource"
 )
@@ -27,6 +39,9 @@ type Systemd struct {
 	// runDir is where a running systemd announces itself; a field so the
 	// decision can be tested on machines with either init.
 	runDir string
+
+	mu   sync.Mutex
+	conn *dbus.Conn // to the running systemd, opened on first use
 }
 
 // New returns the backend for root: "/" for the running system, or the
@@ -57,41 +72,6 @@ func (s *Systemd) CanRun() bool {
 	return err == nil && fi.IsDir()
 }
 
-// enabledStates are the is-enabled answers systemctl itself counts as
-// enabled (its exit status is 0 for exactly these): a static unit, pulled
-// in by another, is as enabled as it can be.
-var enabledStates = map[string]bool{
-	"enabled": true, "enabled-runtime": true, "static": true, "indirect": true,
-	"generated": true, "transient": true, "alias": true,
-}
-
-// disabledStates are the answers that mean the unit exists but is not
-// enabled.
-var disabledStates = map[string]bool{
-	"disabled": true, "masked": true, "masked-runtime": true,
-	"linked": true, "linked-runtime": true,
-}
-
-// IsEnabled reports whether unit is enabled, by systemctl is-enabled's own
-// definition. A unit systemctl does not know is an error naming it.
-func (s *Systemd) IsEnabled(ctx context.Context, unit string) (bool, error) {
-	if err := checkUnit(unit); err != nil {
-		return false, err
-	}
-	out, err := s.systemctl(ctx, s.offline(), "is-enabled", unit)
-	state := firstLine(out)
-	switch {
-	case enabledStates[state]:
-		return true, nil
-	case disabledStates[state]:
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("is unit %s enabled%s: %w", unit, s.under(), err)
-	}
-	return false, fmt.Errorf("is unit %s enabled%s: systemctl answered %q", unit, s.under(), state)
-}
-
 // SetEnabled enables or disables unit.
 func (s *Systemd) SetEnabled(ctx context.Context, unit string, enabled bool) error {
 	if err := checkUnit(unit); err != nil {
@@ -105,26 +85,6 @@ func (s *Systemd) SetEnabled(ctx context.Context, unit string, enabled bool) err
 		return fmt.Errorf("%s unit %s%s: %w", verb, unit, s.under(), err)
 	}
 	return nil
-}
-
-// IsActive reports whether unit is running (active, or reloading while
-// active).
-func (s *Systemd) IsActive(ctx context.Context, unit string) (bool, error) {
-	if err := s.checkRun(unit); err != nil {
-		return false, err
-	}
-	out, err := s.systemctl(ctx, false, "is-active", unit)
-	switch state := firstLine(out); state {
-	case "active", "reloading", "refreshing":
-		return true, nil
-	case "inactive", "failed", "activating", "deactivating", "maintenance":
-		return false, nil
-	default:
-		if err != nil {
-			return false, fmt.Errorf("is unit %s active: %w", unit, err)
-		}
-		return false, fmt.Errorf("is unit %s active: systemctl answered %q", unit, state)
-	}
 }
 
 // SetRunning starts or stops unit and waits for the job to finish.
@@ -152,6 +112,50 @@ func (s *Systemd) Restart(ctx context.Context, unit string) error {
 		return fmt.Errorf("restart unit %s: %w", unit, err)
 	}
 	return nil
+}
+
+// Reload makes systemd read every unit file again (systemctl
+// daemon-reload) and waits until it has.
+func (s *Systemd) Reload(ctx context.Context) error {
+	if !s.CanRun() {
+		return errors.New("systemd is not the running init here: nothing to reload")
+	}
+	if _, err := s.systemctl(ctx, false, "daemon-reload"); err != nil {
+		return fmt.Errorf("reload systemd: %w", err)
+	}
+	return nil
+}
+
+// unitDirs are the directories systemd reads unit files, drop-ins and
+// .wants/.requires links from (systemd.unit(5), system units).
+var unitDirs = []string{
+	"/etc/systemd/system.control", "/run/systemd/system.control",
+	"/run/systemd/transient", "/etc/systemd/system", "/run/systemd/system",
+	"/usr/local/lib/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system",
+}
+
+// UnitFile reports whether path is in one of the directories systemd
+// reads units from, or below one (a drop-in, a .wants link).
+func (s *Systemd) UnitFile(path string) bool {
+	path = filepath.Clean(path)
+	for _, d := range unitDirs {
+		if strings.HasPrefix(path, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// Close closes the connection to systemd, if one was opened.
+func (s *Systemd) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == nil {
+		return nil
+	}
+	err := s.conn.Close()
+	s.conn = nil
+	return err
 }
 
 func (s *Systemd) checkRun(unit string) error {

@@ -47,11 +47,14 @@ func offlineRoot(t *testing.T) string {
 
 func isEnabled(t *testing.T, s *Systemd, unit string) bool {
 	t.Helper()
-	on, err := s.IsEnabled(context.Background(), unit)
-	if err != nil {
-		t.Fatalf("IsEnabled(%s): %v", unit, err)
+	st, err := s.Units(context.Background(), []string{unit})
+	if err == nil {
+		err = st[0].Err
 	}
-	return on
+	if err != nil {
+		t.Fatalf("Units(%s): %v", unit, err)
+	}
+	return st[0].Enabled
 }
 
 // Enabling and disabling under a root must change that tree's wants
@@ -91,10 +94,21 @@ func TestEnableDisableOffline(t *testing.T) {
 func TestUnknownUnitNamed(t *testing.T) {
 	s := New(offlineRoot(t))
 	ctx := context.Background()
-	if _, err := s.IsEnabled(ctx, "nowhere.service"); err == nil || !strings.Contains(err.Error(), "nowhere.service") {
-		t.Errorf("IsEnabled of a missing unit: err = %v, want an error naming it", err)
+	st, err := s.Units(ctx, []string{"demo.service", "nowhere.service", "helper.service", "nowhere-else.service"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	err := s.SetEnabled(ctx, "nowhere.service", true)
+	for i, u := range []string{"nowhere.service", "nowhere-else.service"} {
+		if err := st[1+2*i].Err; err == nil || !strings.Contains(err.Error(), u) {
+			t.Errorf("Units of a missing unit %s: err = %v, want an error naming it", u, err)
+		}
+	}
+	// One call per run of known units: those after a missing one are
+	// read all the same.
+	if st[0].Err != nil || st[0].Enabled || st[2].Err != nil || !st[2].Enabled {
+		t.Errorf("Units of known units beside missing ones: %+v", st)
+	}
+	err = s.SetEnabled(ctx, "nowhere.service", true)
 	if err == nil || !strings.Contains(err.Error(), "nowhere.service") || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("SetEnabled of a missing unit: err = %v, want systemctl's message naming it", err)
 	}
@@ -144,11 +158,11 @@ func TestNoRunningOffline(t *testing.T) {
 	s := New(offlineRoot(t))
 	ctx := context.Background()
 	for name, call := range map[string]func() error{
-		"IsActive":   func() error { _, err := s.IsActive(ctx, "demo.service"); return err },
+		"Reload":     func() error { return s.Reload(ctx) },
 		"SetRunning": func() error { return s.SetRunning(ctx, "demo.service", true) },
 		"Restart":    func() error { return s.Restart(ctx, "demo.service") },
 	} {
-		if err := call(); err == nil || !strings.Contains(err.Error(), "cannot be started") {
+		if err := call(); err == nil || !strings.Contains(err.Error(), "cannot be started") && !strings.Contains(err.Error(), "not the running init") {
 			t.Errorf("%s under a root: err = %v", name, err)
 		}
 	}
@@ -157,8 +171,27 @@ func TestNoRunningOffline(t *testing.T) {
 func TestRefusesBadUnitNames(t *testing.T) {
 	s := New(t.TempDir())
 	for _, unit := range []string{"", "--root=/", "-h", "../etc/passwd", "a b"} {
-		if _, err := s.IsEnabled(context.Background(), unit); err == nil || !strings.Contains(err.Error(), "not a valid systemd unit name") {
-			t.Errorf("IsEnabled(%q): err = %v", unit, err)
+		if _, err := s.Units(context.Background(), []string{unit}); err == nil || !strings.Contains(err.Error(), "not a valid systemd unit name") {
+			t.Errorf("Units(%q): err = %v", unit, err)
+		}
+	}
+}
+
+func TestUnitFile(t *testing.T) {
+	s := New("/")
+	for path, want := range map[string]bool{
+		"/etc/systemd/system/labd.service":                          true,
+		"/etc/systemd/system/labd.service.d/colour.conf":            true,
+		"/lib/systemd/system/labd.service":                          true,
+		"/usr/lib/systemd/system/multi-user.target.wants/a.service": true,
+		"/run/systemd/system/x.service":                             true,
+		"/etc/systemd/system":                                       false,
+		"/etc/systemd/system.conf":                                  false,
+		"/etc/labd/labd.conf":                                       false,
+		"/etc/systemd/systemx/a.service":                            false,
+	} {
+		if got := s.UnitFile(path); got != want {
+			t.Errorf("UnitFile(%s) = %v, want %v", path, got, want)
 		}
 	}
 }
