@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 
@@ -102,13 +103,10 @@ func (s *Systemd) unitsRunning(ctx context.Context, units []string) ([]resource.
 	const m = "org.freedesktop.systemd1.Manager."
 
 	// Round one: the state of every unit (ListUnitsByNames loads those
-	// not loaded yet), and each one's unit file state, computed from the
-	// files on disk as is-enabled does.
+	// not loaded yet), and the state of their unit files, computed from
+	// the files on disk as is-enabled does, in one listing.
 	list := manager.GoWithContext(ctx, m+"ListUnitsByNames", 0, nil, units)
-	fileStates := make([]*dbus.Call, len(units))
-	for i, u := range units {
-		fileStates[i] = manager.GoWithContext(ctx, m+"GetUnitFileState", 0, nil, u)
-	}
+	files := manager.GoWithContext(ctx, m+"ListUnitFilesByPatterns", 0, nil, []string{}, units)
 	var listed []struct {
 		Name, Description, LoadState, ActiveState, SubState, Following string
 		Path                                                          dbus.ObjectPath
@@ -122,40 +120,59 @@ func (s *Systemd) unitsRunning(ctx context.Context, units []string) ([]resource.
 	if len(listed) != len(units) {
 		return nil, fmt.Errorf("systemd listed %d units for %d names", len(listed), len(units))
 	}
+	var unitFiles []struct{ Path, State string }
+	if err := (<-files.Done).Store(&unitFiles); err != nil {
+		return nil, s.busError(err)
+	}
+	fileState := make(map[string]string, len(unitFiles))
+	for _, f := range unitFiles {
+		fileState[path.Base(f.Path)] = f.State
+	}
+
+	// Round two: whether systemd runs the definition each unit's files
+	// hold, and the unit file state of those the listing has no file
+	// for (instances of a template; units that do not exist, whose
+	// error is systemd's).
 	out := make([]resource.UnitState, len(units))
 	stale := make([]*dbus.Call, len(units))
+	asked := make([]*dbus.Call, len(units))
 	for i, u := range units {
-		var state string
-		if err := (<-fileStates[i].Done).Store(&state); err != nil {
-			if errors.Is(ctx.Err(), context.Canceled) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return nil, fmt.Errorf("systemd: %w", ctx.Err())
-			}
-			out[i].Err = fmt.Errorf("is unit %s enabled: %s", u, dbusMessage(err))
-			continue
+		if _, ok := fileState[u]; !ok {
+			asked[i] = manager.GoWithContext(ctx, m+"GetUnitFileState", 0, nil, u)
 		}
-		out[i].Enabled, out[i].Err = s.enabled(u, state)
-		switch l := listed[i]; {
-		case l.LoadState == "not-found":
-			out[i].Err = fmt.Errorf("unit %s: systemd finds no unit file for it", u)
-		case out[i].Err == nil:
-			out[i].Active = l.ActiveState == "active" || l.ActiveState == "reloading" || l.ActiveState == "refreshing"
-			// Round two, sent now: whether systemd runs the
-			// definition the unit's files hold.
+		if l := listed[i]; l.LoadState != "not-found" {
 			stale[i] = conn.Object("org.freedesktop.systemd1", l.Path).GoWithContext(ctx,
 				"org.freedesktop.DBus.Properties.Get", 0, nil, "org.freedesktop.systemd1.Unit", "NeedDaemonReload")
 		}
 	}
-	for i, c := range stale {
-		if c == nil {
+	for i, u := range units {
+		state, ok := fileState[u]
+		if !ok {
+			if err := (<-asked[i].Done).Store(&state); err != nil {
+				if ctx.Err() != nil {
+					return nil, fmt.Errorf("systemd: %w", ctx.Err())
+				}
+				out[i].Err = fmt.Errorf("is unit %s enabled: %s", u, dbusMessage(err))
+			}
+		}
+		if out[i].Err == nil {
+			out[i].Enabled, out[i].Err = s.enabled(u, state)
+		}
+		l := listed[i]
+		if out[i].Err == nil && l.LoadState == "not-found" {
+			out[i].Err = fmt.Errorf("unit %s: systemd finds no unit file for it", u)
+		}
+		out[i].Active = l.ActiveState == "active" || l.ActiveState == "reloading" || l.ActiveState == "refreshing"
+		if stale[i] == nil {
 			continue
 		}
 		var need dbus.Variant
-		if err := (<-c.Done).Store(&need); err != nil {
+		if err := (<-stale[i].Done).Store(&need); err != nil {
 			return nil, s.busError(err)
 		}
 		b, ok := need.Value().(bool)
 		if !ok {
-			return nil, fmt.Errorf("systemd answered NeedDaemonReload of %s with %s", units[i], need)
+			return nil, fmt.Errorf("systemd answered NeedDaemonReload of %s with %s", u, need)
 		}
 		out[i].Stale = b
 	}
