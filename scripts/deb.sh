@@ -123,8 +123,9 @@ install -m 0755 "$top/dist/muster-launch" "$tree/usr/lib/muster/muster-launch"
 install -m 0644 "$top/dist/muster-apply.service" "$top/dist/muster-apply.timer" "$tree/lib/systemd/system/"
 # Cron is the alternative to the timer, not an addition: shipped as an
 # example, never enabled by the package.
-if [ -f "$top/dist/muster-apply.cron" ]; then
-	install -m 0644 "$top/dist/muster-apply.cron" "$tree/usr/share/doc/muster/examples/"
+# Under a name without a dot: cron ignores such files in /etc/cron.d.
+if [ -f "$top/dist/cron.d/muster-apply" ]; then
+	install -D -m 0644 "$top/dist/cron.d/muster-apply" "$tree/usr/share/doc/muster/examples/cron.d/muster-apply"
 fi
 for page in "$top"/man/*.[1-9]; do
 	[ -f "$page" ] || continue

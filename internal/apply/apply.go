@@ -279,7 +279,7 @@ func (r *run) reconcile(ctx context.Context) error {
 	// place and fails a line.
 	var repoLines []outcome.Line
 	if !o.DryRun && declaresPackages(nd.Resources) {
-		changed, skipped, err := repo.Materialize(ctx, o.Spool, r.meshSign, filepath.Join(r.state, RepoDir))
+		changed, skipped, err := repo.Materialize(ctx, o.Spool, r.meshSign, filepath.Join(o.Root, RepoDir))
 		for _, sk := range skipped {
 			r.res.Warnings = append(r.res.Warnings, sk+" (not the mesh's; never used)")
 		}
@@ -369,11 +369,13 @@ func expiredLine(c *generation.Commit) outcome.Line {
 		c.Generation, c.ExpiresAt.UTC().Format(time.RFC3339), c.DeclaredAt.UTC().Format(time.RFC3339), c.Generation)}
 }
 
-// RepoDir is where, below the state directory, the mesh's package
-// repository is materialized; RepoLineID is the report line of a
-// repository that could not be.
+// RepoDir is where, below the root apply acts in, the mesh's package
+// repository is materialized: one place whatever the state directory, so
+// that one declared apt source (examples/declaration/upgrade.toml) fits
+// every host; RepoLineID is the report line of a repository that could
+// not be.
 const (
-	RepoDir    = "repo"
+	RepoDir    = "/var/lib/muster/repo"
 	RepoLineID = "muster:repository"
 )
 

@@ -53,7 +53,7 @@ func TestDeliveredByTheSamePath(t *testing.T) {
 	if err := host.WriteConfig(s.config, cfg); err != nil {
 		t.Fatal(err)
 	}
-	repoDir := filepath.Join(s.state, "repo")
+	repoDir := filepath.Join(root, "var/lib/muster/repo")
 	declare := func(version string) {
 		t.Helper()
 		s.declare(t, `[role.muster]

@@ -1,0 +1,5 @@
+//go:build labfault_crash
+
+package main
+
+const labfaultSelfCheck, labfaultCrash = false, true

@@ -1,0 +1,5 @@
+//go:build labfault_selfcheck
+
+package main
+
+const labfaultSelfCheck, labfaultCrash = true, false
