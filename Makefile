@@ -7,7 +7,7 @@ LDFLAGS := -X github.com/muster-tool/muster/internal/cli.version=$(VERSION)
 BIN     := bin/muster
 PREFIX  ?= /usr/local
 
-.PHONY: help build test check bench bench-fleet demo deb install clean
+.PHONY: help build test check bench bench-fleet demo deb lab install clean
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -37,6 +37,10 @@ bench-fleet: ## run the 100,000-node benchmarks (fleets made once, kept in ~/.ca
 
 demo: build ## run the whole loop on a directory spool in a temp dir
 	./scripts/demo.sh $(BIN)
+
+lab: ## boot a fleet of Debian hosts (root) and run muster's story on them, printing each check
+	./scripts/test-deps.sh
+	$(GO) test -count=1 -v -timeout 30m -run '^TestLab$$' ./internal/lab
 
 deb: ## build the Debian package into dist/
 	./scripts/deb.sh $(VERSION)

@@ -4,9 +4,10 @@
 # the shadow tools useradd and its kin), the shells the completion tests
 # load (bash, zsh, fish), the FUSE drivers and mkfs/fsck
 # of FAT and exFAT the USB stick tests mount images with, the browser the
-# report page tests load the page in (headless Chromium), and the S3 server
-# the object store tests run against. Run by `make test` (and so by CI)
-# before the tests.
+# report page tests load the page in (headless Chromium), the S3 server
+# the object store tests run against, and what the lab (internal/lab) boots
+# its Debian hosts with: mmdebstrap and systemd-nspawn. Run by `make test`
+# (and so by CI) before the tests.
 set -eu
 # have CMD: CMD is installed, also in an sbin directory not on PATH.
 have() { command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ]; }
@@ -25,6 +26,8 @@ have fusefat || need="$need fusefat"
 have mount.exfat-fuse || need="$need exfat-fuse"
 have mkfs.vfat || need="$need dosfstools"
 have mkfs.exfat || need="$need exfatprogs"
+command -v mmdebstrap >/dev/null || need="$need mmdebstrap"
+command -v systemd-nspawn >/dev/null || need="$need systemd-container"
 if [ -n "$need" ]; then
 	if [ "$(id -u)" != 0 ]; then
 		echo "test-deps: missing Debian packages:$need; install them as root (apt-get install$need)" >&2
