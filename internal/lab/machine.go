@@ -106,8 +106,17 @@ func (m *Machine) start(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
-	state, err := m.Run(ctx, "systemctl", "is-system-running", "--wait")
-	if state = strings.TrimSpace(state); state != "running" {
+	// Until systemd listens on its socket, systemctl cannot ask it.
+	var state string
+	for {
+		state, err = m.Run(ctx, "systemctl", "is-system-running", "--wait")
+		state = strings.TrimSpace(state)
+		if (state != "" && state != "offline") || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if state != "running" {
 		failed, _ := m.Run(context.Background(), "systemctl", "--failed", "--no-legend")
 		return fmt.Errorf("%s: systemctl is-system-running says %q (%v); failed units:\n%s", m.Name, state, err, failed)
 	}
