@@ -127,7 +127,9 @@ func (f *fakeServices) Reload(context.Context) error {
 	return nil
 }
 
-func (f *fakeServices) UnitFile(path string) bool { return strings.HasPrefix(path, "/etc/systemd/system/") }
+func (f *fakeServices) UnitFile(path string) bool {
+	return strings.HasPrefix(path, "/etc/systemd/system/")
+}
 
 func (f *fakeServices) SetEnabled(_ context.Context, unit string, on bool) error {
 	f.record(fmt.Sprintf("enable %s %v", unit, on))

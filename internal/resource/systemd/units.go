@@ -109,10 +109,10 @@ func (s *Systemd) unitsRunning(ctx context.Context, units []string) ([]resource.
 	files := manager.GoWithContext(ctx, m+"ListUnitFilesByPatterns", 0, nil, []string{}, units)
 	var listed []struct {
 		Name, Description, LoadState, ActiveState, SubState, Following string
-		Path                                                          dbus.ObjectPath
-		JobID                                                         uint32
-		JobType                                                       string
-		JobPath                                                       dbus.ObjectPath
+		Path                                                           dbus.ObjectPath
+		JobID                                                          uint32
+		JobType                                                        string
+		JobPath                                                        dbus.ObjectPath
 	}
 	if err := (<-list.Done).Store(&listed); err != nil {
 		return nil, s.busError(err)
