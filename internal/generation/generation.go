@@ -100,6 +100,11 @@ func (nd *NodeDeclaration) Validate() error {
 	}
 	for i, e := range nd.Recovery {
 		s := e.Spec()
+		// What an orphan is removed as: its path, not its target,
+		// which a ledger does not keep.
+		if s.Kind == resource.Symlink && s.Target == "" {
+			s.State = "absent"
+		}
 		if bad := resource.Check(&s); len(bad) > 0 {
 			return fmt.Errorf("recovery copy entry %d of %d, %s: %v", i+1, len(nd.Recovery), resource.ShownID(&s), bad[0])
 		}
