@@ -86,7 +86,7 @@ func findGeneration(ctx context.Context, sp spool.Spool, nodeID string, meshSign
 		// stick or bind mount leaves an empty directory. A spool
 		// without the mesh's keys is not the mesh's spool.
 		if err := meshKeysThere(ctx, sp); err != nil {
-			f.err = err
+			f.err = fmt.Errorf("%w; nothing was changed", err)
 			return f
 		}
 	}
@@ -137,10 +137,40 @@ func findGeneration(ctx context.Context, sp spool.Spool, nodeID string, meshSign
 func meshKeysThere(ctx context.Context, sp spool.Spool) error {
 	_, err := sp.Stat(ctx, spool.MeshKeysName)
 	if errors.Is(err, spool.ErrNotFound) {
-		return fault.WithHint(fault.Temporaryf("spool %s holds no mesh keys (%s): it is not mounted, or not the mesh's spool; nothing was changed", sp, spool.MeshKeysName),
+		return fault.WithHint(fault.New(fault.Temporary, &notThereError{sp}),
 			"mount the disk or share that holds the spool, or check the spool in the host config")
 	}
 	return err
+}
+
+// notThereError is a spool that holds no mesh keys. It matches
+// spool.ErrUnavailable: trying later, once it is mounted, may work.
+type notThereError struct{ sp spool.Spool }
+
+func (e *notThereError) Error() string {
+	return fmt.Sprintf("spool %s holds no mesh keys (%s): it is not mounted, or not the mesh's spool", e.sp, spool.MeshKeysName)
+}
+
+func (e *notThereError) Is(target error) bool { return target == spool.ErrUnavailable }
+
+// localSpool is a spool kept in a directory of this machine (spool.Dir).
+type localSpool interface{ Path() string }
+
+// putReport puts a report (or an earlier one from the outbox) into sp.
+// A directory spool can go away under a run, or between runs: a stick
+// pulled out, a share or bind mount unmounted, which leaves an empty
+// directory that a Put would fill, and a report "sent" there never reaches
+// the mesh while its outbox copy is gone. So a directory spool is checked
+// to hold the mesh's keys first (a stat of one local file). An object
+// store cannot turn into an empty directory, and is not asked: a run
+// costs it no request more.
+func putReport(ctx context.Context, sp spool.Spool, name string, data []byte) error {
+	if _, local := sp.(localSpool); local {
+		if err := meshKeysThere(ctx, sp); err != nil {
+			return err
+		}
+	}
+	return spool.PutNew(ctx, sp, name, data)
 }
 
 // forkRefused is the refusal of a commit from another history of the mesh

@@ -99,7 +99,7 @@ func (r *run) deliver(ctx context.Context) error {
 			// the report directly; if it cannot either, the ledger is
 			// left as it was, so the next run reports these changes
 			// again (lostChange).
-			if serr := spool.PutNew(ctx, o.Spool, name, data); serr != nil {
+			if serr := putReport(ctx, o.Spool, name, data); serr != nil {
 				return fault.WithHint(fault.New(fault.Temporary, fmt.Errorf("the report could not be kept in the outbox (%v) nor sent to spool %s (%v)", err, o.Spool, serr)),
 					"free space in the state directory "+r.state+" and make the spool reachable: the next run reports what this one changed")
 			}
@@ -197,7 +197,7 @@ func (r *run) send(ctx context.Context, name string, data []byte, journal bool) 
 	}
 	if !journal && !res.Sent {
 		if err == nil {
-			err = spool.PutNew(ctx, r.o.Spool, name, data)
+			err = putReport(ctx, r.o.Spool, name, data)
 			res.Sent = err == nil
 		}
 		if err != nil {

@@ -421,7 +421,7 @@ func (l *lock) release() {
 // as sent (Put is a no-op then).
 func flushOutbox(ctx context.Context, sp spool.Spool, state string) ([]string, error) {
 	items, err := outboxList(state)
-	if err != nil {
+	if err != nil || len(items) == 0 {
 		return nil, err
 	}
 	var sent []string
@@ -430,7 +430,7 @@ func flushOutbox(ctx context.Context, sp spool.Spool, state string) ([]string, e
 		if err != nil {
 			return sent, err
 		}
-		if err := spool.PutNew(ctx, sp, it.name, data); err != nil {
+		if err := putReport(ctx, sp, it.name, data); err != nil {
 			return sent, err
 		}
 		if err := os.Remove(it.file); err != nil {

@@ -1,6 +1,7 @@
 package apply_test
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -9,9 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/muster-tool/muster/internal/apply"
 	"github.com/muster-tool/muster/internal/declare"
 	"github.com/muster-tool/muster/internal/fault"
 	"github.com/muster-tool/muster/internal/outcome"
+	"github.com/muster-tool/muster/spool"
 )
 
 // unwritable makes dir refuse every write, even by root, until the test
@@ -235,5 +238,90 @@ func TestHostWithoutStateStartsFromNewest(t *testing.T) {
 	res := f.mustApply(h)
 	if res.Generation != gen || res.Changed != 5 || res.Failed != 0 {
 		t.Fatalf("first apply of a host without state: generation %d, %d changed, %d failed", res.Generation, res.Changed, res.Failed)
+	}
+}
+
+// unmounting is the fixture's directory spool seen by a host whose mount
+// of it goes away right after the run read its declaration: the spool
+// directory is swapped for an empty one, as an unmounted stick or bind
+// mount leaves its mount point.
+type unmounting struct {
+	*spool.Dir
+	t         *testing.T
+	aside     string
+	unmounted bool
+}
+
+func (u *unmounting) Get(ctx context.Context, name string, max int64) ([]byte, error) {
+	data, err := u.Dir.Get(ctx, name, max)
+	if strings.HasPrefix(name, spool.DeclPrefix) && !u.unmounted {
+		u.unmounted = true
+		if err := os.Rename(u.Path(), u.aside); err != nil {
+			u.t.Fatal(err)
+		}
+		if err := os.Mkdir(u.Path(), 0o755); err != nil {
+			u.t.Fatal(err)
+		}
+	}
+	return data, err
+}
+
+// The story: a host's spool is a bind mount (or a stick) that goes away in
+// the middle of a run. The run does its work, keeps its report in the
+// outbox and says it is a temporary failure; it never writes the report
+// into the empty mount point, where the mesh would never see it. Runs
+// while the spool is away leave the outbox alone, and the first run once
+// it is back sends the report.
+func TestSpoolGoneKeepsReportInOutbox(t *testing.T) {
+	f := newFixture(t)
+	h := f.enrol("web-1")
+	f.declare(siteFiles)
+	f.mustApply(h)
+	gen := f.declare(strings.Replace(siteFiles, "listen = 8080", "listen = 8081", 1))
+	aside := filepath.Join(t.TempDir(), "spool")
+	res := f.mustApply(h, func(o *apply.Options) {
+		o.Spool = &unmounting{Dir: o.Spool.(*spool.Dir), t: t, aside: aside}
+	})
+	if res.Generation != gen || res.Changed != 1 {
+		t.Fatalf("the run the spool went away in: generation %d, %d changed; want generation %d applied, 1 changed", res.Generation, res.Changed, gen)
+	}
+	if res.Sent || !errors.Is(res.SendError, spool.ErrUnavailable) || !strings.Contains(res.SendError.Error(), "holds no mesh keys") {
+		t.Fatalf("the run the spool went away in: sent %v, error %v; want its report kept, the spool named unavailable", res.Sent, res.SendError)
+	}
+	if n := len(outbox(t, h)); n != 1 {
+		t.Fatalf("outbox holds %d reports, want the run's report", n)
+	}
+	empty := func() {
+		t.Helper()
+		if ents, _ := os.ReadDir(f.spool); len(ents) != 0 {
+			t.Fatalf("the empty mount point was written to: it holds %s", ents[0].Name())
+		}
+	}
+	empty()
+
+	// Away: the run is a temporary failure and the report stays put.
+	_, err := f.apply(h)
+	if fault.ClassOf(err) != fault.Temporary || !strings.Contains(err.Error(), "holds no mesh keys") {
+		t.Fatalf("apply with the spool away: %v (class %v), want a temporary failure", err, fault.ClassOf(err))
+	}
+	if n := len(outbox(t, h)); n != 1 {
+		t.Fatalf("with the spool away, the outbox holds %d reports, want 1", n)
+	}
+	empty()
+
+	// Back.
+	if err := os.Remove(f.spool); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(aside, f.spool); err != nil {
+		t.Fatal(err)
+	}
+	res = f.mustApply(h)
+	if !res.Sent || res.Flushed != 1 {
+		t.Fatalf("apply with the spool back: sent %v, flushed %d; want the waiting report sent first", res.Sent, res.Flushed)
+	}
+	reps := f.reports(h)
+	if len(reps) != 3 || reps[1].Generation != gen || lineOf(t, reps[1], "file:/srv/app/app.conf").Status != outcome.Changed {
+		t.Fatalf("the spool holds %d reports; want 3, the second saying app.conf changed in generation %d", len(reps), gen)
 	}
 }
