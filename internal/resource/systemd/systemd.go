@@ -1,7 +1,8 @@
 // Package systemd is the systemd backend of resource.Services: it enables,
 // disables, starts, stops and restarts units and reloads systemd through
-// systemctl, whose messages carry systemd's own reasons, and reads the
-// state of units back.
+// systemctl, whose messages carry systemd's own reasons (a start that
+// fails is followed by the last lines the unit wrote to the journal), and
+// reads the state of units back.
 //
 // On the running system the state of all the units an apply names is read
 // over one D-Bus connection to systemd (its private socket as root, else
@@ -25,6 +26,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/godbus/dbus/v5"
 
@@ -96,8 +98,9 @@ func (s *Systemd) SetRunning(ctx context.Context, unit string, running bool) err
 	if running {
 		verb = "start"
 	}
+	began := time.Now()
 	if _, err := s.systemctl(ctx, false, verb, unit); err != nil {
-		return fmt.Errorf("%s unit %s: %w", verb, unit, err)
+		return fmt.Errorf("%s unit %s: %w%s", verb, unit, err, s.lastWords(ctx, unit, began))
 	}
 	return nil
 }
@@ -108,10 +111,51 @@ func (s *Systemd) Restart(ctx context.Context, unit string) error {
 	if err := s.checkRun(unit); err != nil {
 		return err
 	}
+	began := time.Now()
 	if _, err := s.systemctl(ctx, false, "restart", unit); err != nil {
-		return fmt.Errorf("restart unit %s: %w", unit, err)
+		return fmt.Errorf("restart unit %s: %w%s", unit, err, s.lastWords(ctx, unit, began))
 	}
 	return nil
+}
+
+// lastWords is what the processes of unit wrote to the journal since a
+// job on it began, its last few lines, to follow systemctl's message
+// when the job failed: systemd says how the unit failed (its control
+// process exited with an error code), the unit's own lines say why (the
+// daemon's error), and the host's operator reads both in the report, not
+// on the host. It is "" when the journal has nothing, or cannot be read.
+func (s *Systemd) lastWords(ctx context.Context, unit string, since time.Time) string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var msg string
+	// The journal may store the unit's last lines a moment after systemd
+	// reported the job: one more look.
+	for try := 0; try < 2 && msg == "" && ctx.Err() == nil; try++ {
+		if try > 0 {
+			time.Sleep(300 * time.Millisecond)
+		}
+		cmd := exec.CommandContext(ctx, "journalctl", "--no-pager", "--quiet", "--output=cat", "--lines=3",
+			fmt.Sprintf("--since=@%d", since.Unix()), "_SYSTEMD_UNIT="+unit)
+		cmd.Env = append(os.Environ(), "LC_ALL=C", "SYSTEMD_PAGER=", "SYSTEMD_COLORS=0")
+		out, err := cmd.Output()
+		if err != nil {
+			return ""
+		}
+		var lines []string
+		for _, l := range strings.Split(string(out), "\n") {
+			if l = strings.Join(strings.Fields(l), " "); l != "" {
+				lines = append(lines, l)
+			}
+		}
+		msg = strings.Join(lines, " | ")
+	}
+	if msg == "" {
+		return ""
+	}
+	if len(msg) > 500 {
+		msg = msg[:500] + " …"
+	}
+	return "; its log: " + msg
 }
 
 // Reload makes systemd read every unit file again (systemctl
