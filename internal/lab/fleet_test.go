@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,27 @@ type fleet struct {
 type host struct {
 	*Machine
 	state string // its state directory
-	gate  string // where its spool is mounted on this machine, for the directory spool
+	spool string // its spool, as its config names it
+
+	mark time.Time // when the step being checked began
+	seq  uint64    // its report the step being checked began after
+}
+
+// host is the host called name.
+func (f *fleet) host(name string) *host {
+	for _, h := range f.hosts {
+		if h.Name == name {
+			return h
+		}
+	}
+	f.t.Fatalf("no host %s", name)
+	return nil
+}
+
+// step announces a step of the story.
+func (f *fleet) step(n int, what string) {
+	f.t.Helper()
+	f.t.Logf("==    step %d: %s", n, what)
 }
 
 // check logs a check that held, or fails the test with what was found.
@@ -218,6 +239,115 @@ func (f *fleet) sh(h *host, script string) string {
 	return f.in(h, "/bin/sh", "-c", script)
 }
 
+// state is what systemctl verb unit prints inside h (is-active,
+// is-enabled, is-failed), whatever its exit status.
+func (f *fleet) state(h *host, verb, unit string) string {
+	f.t.Helper()
+	out, err := h.Run(f.ctx, "systemctl", verb, unit)
+	if err != nil && f.ctx.Err() != nil {
+		f.t.Fatal(err)
+	}
+	return strings.TrimSpace(out)
+}
+
+// version is the version muster version prints inside h.
+func (f *fleet) version(h *host) string {
+	f.t.Helper()
+	if v := strings.Fields(f.in(h, "muster", "version")); len(v) > 1 {
+		return v[1]
+	}
+	return ""
+}
+
+// journal is what muster-apply.service's runs printed inside h since a
+// time (all of it when since is zero), with systemd's messages about the
+// unit (such as "Main process exited, code=exited, status=4/...").
+func (f *fleet) journal(h *host, since time.Time) string {
+	f.t.Helper()
+	args := []string{"journalctl", "-u", "muster-apply.service", "-o", "cat", "--no-pager"}
+	if !since.IsZero() {
+		args = append(args, "--since", fmt.Sprintf("@%d", since.Unix()))
+	}
+	return f.in(h, args...)
+}
+
+// until polls cond, a check inside h, for up to 3 minutes.
+func (f *fleet) until(h *host, what string, cond func() bool) {
+	f.t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			f.t.Fatalf("FAIL  %s: waited 3 minutes for %s", h.Name, what)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// dumpOnFailure logs, when the test failed, what each host's timer runs
+// printed last, for the one reading the failure.
+func (f *fleet) dumpOnFailure() {
+	if !f.t.Failed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, h := range f.hosts {
+		out, _ := h.Run(ctx, "journalctl", "-u", "muster-apply.service", "-o", "short-precise", "-n", "60", "--no-pager")
+		f.t.Logf("lab: %s: the end of muster-apply.service's journal:\n%s", h.Name, out)
+	}
+}
+
+// bench runs the services benchmark inside h and prints how long 20
+// services applied with no change take beside one systemctl show of the
+// same units (the target: at most twice as long).
+func (f *fleet) bench(h *host, bin string) {
+	f.t.Helper()
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := os.WriteFile(h.Path("/root/systemd.test"), b, 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	// No apply of the timer's in between.
+	f.in(h, "systemctl", "stop", "muster-apply.timer")
+	out := f.in(h, "/root/systemd.test", "-test.run", "^$", "-test.bench", "^BenchmarkServicesNoop20$", "-test.benchtime", "20x", "-test.count", "3")
+	ns := map[string][]float64{}
+	for _, line := range strings.Split(out, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 4 || !strings.HasPrefix(fields[0], "BenchmarkServicesNoop20/") || fields[3] != "ns/op" {
+			continue
+		}
+		name := strings.TrimPrefix(fields[0], "BenchmarkServicesNoop20/")
+		if i := strings.LastIndexByte(name, '-'); i > 0 {
+			name = name[:i] // the -GOMAXPROCS suffix
+		}
+		var v float64
+		fmt.Sscan(fields[2], &v)
+		ns[name] = append(ns[name], v)
+	}
+	apply, show := median(ns["apply"]), median(ns["systemctl-show"])
+	if apply == 0 || show == 0 {
+		f.t.Errorf("FAIL  the benchmark printed no timings:\n%s", out)
+		return
+	}
+	verdict := "within"
+	if apply > 2*show {
+		verdict = "NOT within"
+	}
+	f.t.Logf("bench %s: 20 services, no change: apply %.1f ms, one systemctl show %.1f ms: %.2f×, %s the target of 2× (median of 3 runs of 20)",
+		h.Name, apply/1e6, show/1e6, apply/show, verdict)
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
 // unit is what systemctl show says of a unit inside h.
 func (f *fleet) unit(h *host, unit string) map[string]string {
 	f.t.Helper()
@@ -262,6 +392,17 @@ func build(t *testing.T, out, pkg, version string, tags ...string) {
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+}
+
+// buildTest builds the test binary of pkg into out, static, for a host.
+func buildTest(t *testing.T, out, pkg string) {
+	t.Helper()
+	cmd := exec.Command("go", "test", "-c", "-trimpath", "-o", out, pkg)
+	cmd.Dir = moduleRoot
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go test -c %s: %v\n%s", pkg, err, b)
 	}
 }
 
@@ -318,4 +459,17 @@ WantedBy=multi-user.target
 		t.Fatalf("dpkg-deb: %v\n%s", err, b)
 	}
 	return deb
+}
+
+// debVersion is the Debian version make deb gives this checkout.
+func debVersion(t *testing.T) string {
+	desc, err := exec.Command("git", "-C", moduleRoot, "describe", "--tags", "--always", "--dirty").Output()
+	if err != nil {
+		desc = []byte("devel")
+	}
+	out, err := exec.Command(filepath.Join(moduleRoot, "scripts", "deb.sh"), "--print-version", strings.TrimSpace(string(desc))).Output()
+	if err != nil {
+		t.Fatalf("scripts/deb.sh --print-version: %v", err)
+	}
+	return strings.TrimSpace(string(out))
 }

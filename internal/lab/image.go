@@ -2,6 +2,7 @@ package lab
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -76,9 +78,12 @@ func Image(ctx context.Context, logf func(string, ...any)) (string, error) {
 	if _, err := os.Stat(done); err == nil {
 		return root, nil // built while we waited
 	}
-	os.RemoveAll(root)
 	tmp := root + ".building"
-	os.RemoveAll(tmp)
+	for _, d := range []string{root, tmp} {
+		if err := removeTree(d); err != nil {
+			return "", err
+		}
+	}
 	args := []string{"--variant=apt", "--mode=root", "--format=directory",
 		"--include=" + strings.Join(imagePackages, ","),
 		// The hosts are told apart by what the lab writes: no name or
@@ -89,10 +94,29 @@ func Image(ctx context.Context, logf func(string, ...any)) (string, error) {
 	start := time.Now()
 	logf("lab: building the host image %s with mmdebstrap (once; cached in %s)", key, cache)
 	cmd := exec.CommandContext(ctx, "mmdebstrap", args...)
-	out, err := cmd.CombinedOutput()
+	// mmdebstrap cleans up its mounts when told to stop with SIGTERM.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = time.Minute
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("mmdebstrap: %w", err)
+	}
+	stopped := make(chan struct{})
+	unwatch := AtSignal(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-stopped:
+		case <-time.After(time.Minute):
+		}
+		removeTree(tmp)
+	})
+	err = cmd.Wait()
+	close(stopped)
+	unwatch()
 	if err != nil {
-		os.RemoveAll(tmp)
-		return "", fmt.Errorf("mmdebstrap %s: %v\n%s", strings.Join(args, " "), err, tail(out, 30))
+		removeTree(tmp)
+		return "", fmt.Errorf("mmdebstrap %s: %v\n%s", strings.Join(args, " "), err, tail(out.Bytes(), 30))
 	}
 	if err := os.Rename(tmp, root); err != nil {
 		return "", err

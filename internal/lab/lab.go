@@ -6,12 +6,16 @@
 // nsenter on the host's init. TestLab drives muster's whole story on such
 // a fleet; `make lab` runs it and prints each check.
 //
-// A Lab cleans up what it made: the containers are stopped (killed if they
-// do not stop), the overlays and spool mounts unmounted and the scratch
-// directory removed, when the test ends, fails, or is interrupted.
+// A lab cleans up what it made, whatever ends it: when the test ends or
+// fails, Close stops the hosts (killing those that do not stop), unmounts
+// every mount below the lab's scratch directory and removes it; a SIGINT
+// or SIGTERM closes every open lab before the process exits; and what a
+// lab killed outright (SIGKILL, a test binary that timed out) left behind
+// is found by the next lab made in the same place and removed then.
 package lab
 
 import (
+	"bufio"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -20,9 +24,12 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,9 +43,10 @@ type Lab struct {
 
 	mu       sync.Mutex
 	machines []*Machine
-	mounts   []string // mount points to unmount, in order, at Close
-	closed   bool
-	stopSig  func()
+	closing  bool
+	once     sync.Once
+	closeErr error
+	unwatch  func()
 }
 
 // CanBoot says why containers cannot boot here, or "" when they can.
@@ -57,45 +65,95 @@ func CanBoot() string {
 	return ""
 }
 
+// scratchPrefix starts the name of every lab's scratch directory; its
+// owner file names the process that made it.
+const (
+	scratchPrefix = "muster-lab-"
+	ownerFile     = "owner"
+)
+
 // New makes a lab booting hosts from image, its scratch directory under
-// dir. Interrupting the process (SIGINT, SIGTERM) closes the lab before
-// it exits.
+// dir. The leftovers of labs in dir whose process is gone are removed
+// first. Until Close, a SIGINT or SIGTERM closes the lab before the
+// process exits.
 func New(image, dir string, logf func(string, ...any)) (*Lab, error) {
-	scratch, err := os.MkdirTemp(dir, "muster-lab-")
+	reapStale(dir, logf)
+	scratch, err := os.MkdirTemp(dir, scratchPrefix)
 	if err != nil {
 		return nil, err
 	}
+	if err := os.WriteFile(filepath.Join(scratch, ownerFile), []byte(processID(os.Getpid())+"\n"), 0o644); err != nil {
+		os.Remove(scratch)
+		return nil, err
+	}
 	l := &Lab{Image: image, Dir: scratch, Logf: logf}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case s := <-sig:
-			l.Logf("lab: %s: stopping the hosts and removing %s", s, l.Dir)
-			l.Close()
-			os.Exit(130)
-		case <-done:
+	l.unwatch = AtSignal(func() {
+		l.Logf("lab: stopping the hosts and removing %s", l.Dir)
+		if err := l.Close(); err != nil {
+			l.Logf("lab: %v", err)
 		}
-	}()
-	l.stopSig = func() { signal.Stop(sig); close(done) }
+	})
 	return l, nil
 }
 
-// Close stops every host, unmounts what the lab mounted and removes its
-// scratch directory. It is safe to call more than once.
+// The signal handler of the process: one for every lab and build, so
+// that a signal runs all their clean-ups to the end before it exits.
+var signals struct {
+	sync.Mutex
+	ch    chan os.Signal
+	next  int
+	funcs map[int]func()
+}
+
+// AtSignal runs f when the process gets SIGINT or SIGTERM, together with
+// every other function so registered, and exits with status 130 once
+// all have returned. Further signals meanwhile are ignored: a second
+// Ctrl-C does not cut a clean-up short. The returned function removes f.
+func AtSignal(f func()) (remove func()) {
+	signals.Lock()
+	defer signals.Unlock()
+	if signals.ch == nil {
+		signals.ch = make(chan os.Signal, 1)
+		signals.funcs = map[int]func(){}
+		signal.Notify(signals.ch, os.Interrupt, syscall.SIGTERM)
+		go func() {
+			s := <-signals.ch
+			signals.Lock()
+			var wg sync.WaitGroup
+			for _, f := range signals.funcs {
+				wg.Add(1)
+				go func() { defer wg.Done(); f() }()
+			}
+			signals.Unlock()
+			fmt.Fprintf(os.Stderr, "lab: %s: cleaning up\n", s)
+			wg.Wait()
+			os.Exit(130)
+		}()
+	}
+	id := signals.next
+	signals.next++
+	signals.funcs[id] = f
+	return func() {
+		signals.Lock()
+		defer signals.Unlock()
+		delete(signals.funcs, id)
+	}
+}
+
+// Close stops every host, unmounts every mount below the scratch
+// directory and removes it. Calls after the first wait for it and return
+// its error.
 func (l *Lab) Close() error {
+	l.once.Do(func() { l.closeErr = l.close() })
+	return l.closeErr
+}
+
+func (l *Lab) close() error {
 	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return nil
-	}
-	l.closed = true
-	machines, mounts := l.machines, l.mounts
+	l.closing = true
+	machines := l.machines
 	l.mu.Unlock()
-	if l.stopSig != nil {
-		l.stopSig()
-	}
+	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
 	for _, m := range machines {
@@ -103,84 +161,177 @@ func (l *Lab) Close() error {
 		go func() {
 			defer wg.Done()
 			if err := m.stop(); err != nil {
+				mu.Lock()
 				errs = append(errs, err)
+				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	for _, m := range machines {
-		if err := unmountAll(m.root); err != nil {
-			errs = append(errs, err)
-		}
+	if err := removeScratch(l.Dir); err != nil {
+		errs = append(errs, err)
 	}
-	for i := len(mounts) - 1; i >= 0; i-- {
-		if err := unmountAll(mounts[i]); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) == 0 {
-		if err := os.RemoveAll(l.Dir); err != nil {
-			errs = append(errs, err)
-		}
-	} else {
-		errs = append(errs, fmt.Errorf("left %s in place", l.Dir))
+	if l.unwatch != nil {
+		l.unwatch()
 	}
 	return errors.Join(errs...)
 }
 
-// unmountAll unmounts path and everything mounted below it, until nothing
-// is mounted there.
-func unmountAll(path string) error {
-	for range 20 {
-		err := unix.Unmount(path, unix.MNT_DETACH)
-		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
-			return nil // not a mount point (any more)
+// removeScratch kills what still runs from dir (a container whose
+// systemd-nspawn is gone), removes the cgroups its hosts ran in, and
+// removes it.
+func removeScratch(dir string) error {
+	killRoots(dir)
+	removeCgroups(dir)
+	return removeTree(dir)
+}
+
+// removeTree unmounts everything mounted at or below dir, deepest first,
+// and removes it. It never removes a directory something is still
+// mounted below: that could reach outside it (a bind mount of /dev left
+// by a build that was killed).
+func removeTree(dir string) error {
+	for range 5 {
+		mounts := mountsUnder(dir)
+		if len(mounts) == 0 {
+			break
 		}
-		if err != nil {
-			return fmt.Errorf("unmount %s: %w", path, err)
+		for _, mp := range mounts {
+			unix.Unmount(mp, unix.MNT_DETACH)
 		}
 	}
-	return fmt.Errorf("unmount %s: still mounted", path)
-}
-
-// Gate makes dir a mount point of its own with shared propagation, so
-// that what is mounted on it later appears in every host it is bound into,
-// and unmounting it takes it away from them again.
-func (l *Lab) Gate(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+	if left := mountsUnder(dir); len(left) > 0 {
+		return fmt.Errorf("left %s in place: still mounted below it: %s", dir, strings.Join(left, ", "))
 	}
-	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("bind %s: %w", dir, err)
-	}
-	l.track(dir)
-	if err := unix.Mount("", dir, "", unix.MS_SHARED, ""); err != nil {
-		return fmt.Errorf("make %s shared: %w", dir, err)
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove %s: %w", dir, err)
 	}
 	return nil
 }
 
-// Attach binds src onto the gate dir; Detach unmounts it again.
-func (l *Lab) Attach(src, gate string) error {
-	if err := unix.Mount(src, gate, "", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("bind %s on %s: %w", src, gate, err)
+// mountsUnder lists the mount points at or below dir in this process's
+// mount namespace, deepest first.
+func mountsUnder(dir string) []string {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil
 	}
-	l.track(gate)
-	return nil
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		mp := unescapeMount(fields[4])
+		if mp == dir || strings.HasPrefix(mp, dir+"/") {
+			out = append(out, mp)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
 }
 
-// Detach unmounts what Attach bound on gate.
-func (l *Lab) Detach(gate string) error {
-	if err := unix.Unmount(gate, 0); err != nil {
-		return fmt.Errorf("unmount %s: %w", gate, err)
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
 	}
-	return nil
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
-func (l *Lab) track(mountPoint string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.mounts = append(l.mounts, mountPoint)
+// pidsFile, in a host's scratch directory, names its systemd-nspawn and
+// its init while it runs.
+const pidsFile = "pids"
+
+// killRoots kills the hosts of the lab in dir that still run: their init
+// (and so every process of its PID namespace) and their systemd-nspawn,
+// as the pids files name them, and any systemd-nspawn booting a root
+// below dir.
+func killRoots(dir string) {
+	for range 10 {
+		var pids []int
+		files, _ := filepath.Glob(filepath.Join(dir, "*", pidsFile))
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			for _, id := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				pid, _ := strconv.Atoi(strings.Fields(id + " 0")[0])
+				if pid > 0 && processID(pid) == id {
+					pids = append(pids, pid)
+				}
+			}
+		}
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			if strings.Contains(string(cmdline), "--directory="+dir+"/") {
+				pids = append(pids, pid)
+			}
+		}
+		if len(pids) == 0 {
+			return
+		}
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// processID names a process so that a later one given the same PID is
+// not taken for it: its PID and the time it started.
+func processID(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	// The fields after the command name, which is in parentheses and
+	// may hold spaces; the start time is field 22.
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 20 {
+		return ""
+	}
+	return strconv.Itoa(pid) + " " + fields[19]
+}
+
+// reapStale removes the scratch directories in dir of labs whose process
+// has gone without removing them (killed, or timed out).
+func reapStale(dir string, logf func(string, ...any)) {
+	matches, _ := filepath.Glob(filepath.Join(dir, scratchPrefix+"*"))
+	for _, scratch := range matches {
+		b, err := os.ReadFile(filepath.Join(scratch, ownerFile))
+		owner := strings.TrimSpace(string(b))
+		if err == nil && owner != "" {
+			pid, _ := strconv.Atoi(strings.Fields(owner)[0])
+			if pid > 0 && processID(pid) == owner {
+				continue // its lab is still running
+			}
+		} else if fi, err := os.Stat(scratch); err != nil || time.Since(fi.ModTime()) < time.Minute {
+			continue // being made just now
+		}
+		if err := removeScratch(scratch); err != nil {
+			logf("lab: the leftovers of an earlier lab: %v", err)
+			continue
+		}
+		logf("lab: removed %s, left by an earlier lab that did not end", scratch)
+	}
 }
 
 func randomHex(n int) string {
@@ -193,5 +344,3 @@ func randomHex(n int) string {
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
-
-var _ = filepath.Join

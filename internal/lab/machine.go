@@ -24,6 +24,7 @@ type Machine struct {
 	dir   string   // its scratch directory: upper, work, root, log
 	root  string   // the overlay: image below, the host's own changes above
 	binds []string // systemd-nspawn --bind arguments
+	cgs   []string // the cgroups it runs in (see cgroup.go)
 
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -48,13 +49,24 @@ func (l *Lab) Boot(ctx context.Context, name string, binds ...string) (*Machine,
 	if err := os.WriteFile(filepath.Join(m.dir, "upper/etc/machine-id"), []byte(randomHex(16)+"\n"), 0o444); err != nil {
 		return nil, err
 	}
+	cgs, err := makeCgroups(m.dir, filepath.Base(l.Dir)+"-"+name)
+	if err != nil {
+		return nil, err
+	}
+	m.cgs = cgs
 	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", l.Image, filepath.Join(m.dir, "upper"), filepath.Join(m.dir, "work"))
 	if err := unix.Mount("overlay", m.root, "overlay", 0, opts); err != nil {
 		return nil, fmt.Errorf("mount the overlay of %s: %w", name, err)
 	}
 	l.mu.Lock()
-	l.machines = append(l.machines, m)
+	closing := l.closing
+	if !closing {
+		l.machines = append(l.machines, m)
+	}
 	l.mu.Unlock()
+	if closing {
+		return nil, errors.New("the lab is closing")
+	}
 	return m, m.start(ctx)
 }
 
@@ -66,17 +78,21 @@ func (m *Machine) start(ctx context.Context) error {
 		return err
 	}
 	// No machined on a machine without systemd: not registered, and in
-	// the cgroup of whoever runs the lab. The network is the machine's.
-	args := []string{"--quiet", "--boot", "--register=no", "--keep-unit", "--console=passive",
-		"--machine=" + m.Name, "--directory=" + m.root}
+	// the cgroups made for the host, which a shell puts itself in before
+	// it becomes systemd-nspawn. The network is the machine's.
+	args := []string{"-c", `for cg; do [ "$cg" = -- ] && break; echo $$ > "$cg/cgroup.procs" || exit 125; shift; done; shift; exec "$@"`, "lab"}
+	args = append(append(args, m.cgs...), "--", "systemd-nspawn", "--quiet", "--boot", "--register=no", "--keep-unit", "--console=passive",
+		"--machine="+m.Name, "--directory="+m.root)
 	for _, b := range m.binds {
 		args = append(args, "--bind="+b)
 	}
-	m.cmd = exec.Command("systemd-nspawn", args...)
+	m.cmd = exec.Command("/bin/sh", args...)
 	m.cmd.Stdout, m.cmd.Stderr = log, log
 	// Its own process group: a Ctrl-C in the terminal reaches the lab,
-	// which stops the hosts in order, not systemd-nspawn directly.
-	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// which stops the hosts in order, not systemd-nspawn directly. If
+	// the lab's process dies, systemd-nspawn is told to shut its host
+	// down.
+	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	if err := m.cmd.Start(); err != nil {
 		log.Close()
 		return fmt.Errorf("start systemd-nspawn for %s: %w", m.Name, err)
@@ -103,6 +119,12 @@ func (m *Machine) start(ctx context.Context) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 		m.leader = initOf(m.cmd.Process.Pid)
+	}
+	// What to kill if this process dies before it stops the host (see
+	// killRoots).
+	pids := processID(m.cmd.Process.Pid) + "\n" + processID(m.leader) + "\n"
+	if err := os.WriteFile(filepath.Join(m.dir, pidsFile), []byte(pids), 0o644); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()

@@ -151,6 +151,15 @@ func (s *Server) SetEnv(t testing.TB) {
 // at files that do not exist, and turns the instance metadata service off:
 // no test may read the machine's ~/.aws or send a request off loopback.
 func HideAWS(t testing.TB) {
+	for _, kv := range hiddenAWS(t) {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+}
+
+// hiddenAWS is what HideAWS sets, as KEY=VALUE.
+func hiddenAWS(t testing.TB) []string {
+	var env []string
 	for _, k := range []string{
 		"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE",
 		"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ROLE_ARN", "AWS_ROLE_SESSION_NAME", "AWS_WEB_IDENTITY_TOKEN_FILE",
@@ -159,12 +168,17 @@ func HideAWS(t testing.TB) {
 		"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_STS", "AWS_EC2_METADATA_SERVICE_ENDPOINT",
 		"AWS_CA_BUNDLE",
 	} {
-		t.Setenv(k, "")
+		env = append(env, k+"=")
 	}
 	none := filepath.Join(t.TempDir(), "none")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", none)
-	t.Setenv("AWS_CONFIG_FILE", none)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	return append(env, "AWS_SHARED_CREDENTIALS_FILE="+none, "AWS_CONFIG_FILE="+none, "AWS_EC2_METADATA_DISABLED=true")
+}
+
+// Env is what SetEnv sets, as KEY=VALUE to append to a command's
+// environment: for a test that runs muster side by side with others
+// (t.Setenv rules out t.Parallel).
+func (s *Server) Env(t testing.TB) []string {
+	return append(hiddenAWS(t), "AWS_ACCESS_KEY_ID="+AccessKey, "AWS_SECRET_ACCESS_KEY="+SecretKey)
 }
 
 // EnvNames are the variables HideAWS sets, for tests that run muster with
