@@ -7,15 +7,18 @@
 // a fleet; `make lab` runs it and prints each check.
 //
 // A lab cleans up what it made, whatever ends it: when the test ends or
-// fails, Close stops the hosts (killing those that do not stop), unmounts
-// every mount below the lab's scratch directory and removes it; a SIGINT
-// or SIGTERM closes every open lab before the process exits; and what a
-// lab killed outright (SIGKILL, a test binary that timed out) left behind
-// is found by the next lab made in the same place and removed then.
+// fails, Close stops the hosts (killing those that do not stop), removes
+// their cgroups, unmounts every mount below the lab's scratch directory
+// and removes it; a SIGINT or SIGTERM cancels the lab test's context, so
+// that it fails and ends as above, and a second one closes every open
+// lab at once before the process exits; what a lab killed outright
+// (SIGKILL) left behind is found by the next lab made in the same place
+// and removed then.
 package lab
 
 import (
 	"bufio"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -74,8 +77,8 @@ const (
 
 // New makes a lab booting hosts from image, its scratch directory under
 // dir. The leftovers of labs in dir whose process is gone are removed
-// first. Until Close, a SIGINT or SIGTERM closes the lab before the
-// process exits.
+// first. Until Close, a second SIGINT or SIGTERM closes the lab before
+// the process exits (see Interruptible for the first).
 func New(image, dir string, logf func(string, ...any)) (*Lab, error) {
 	reapStale(dir, logf)
 	scratch, err := os.MkdirTemp(dir, scratchPrefix)
@@ -96,48 +99,74 @@ func New(image, dir string, logf func(string, ...any)) (*Lab, error) {
 	return l, nil
 }
 
-// The signal handler of the process: one for every lab and build, so
-// that a signal runs all their clean-ups to the end before it exits.
+// The signal handler of the process, one for every lab and build. The
+// first SIGINT or SIGTERM cancels every context made by Interruptible: a
+// lab test then fails where it is, and ends through its own clean-ups
+// (Close, its temporary directories, its servers) as it does at any other
+// end. A second signal is for a test that does not end: it runs every
+// function given to AtSignal, all at once, and exits once all returned.
 var signals struct {
 	sync.Mutex
-	ch    chan os.Signal
-	next  int
-	funcs map[int]func()
+	ch      chan os.Signal
+	next    int
+	cancels map[int]func()
+	closers map[int]func()
 }
 
-// AtSignal runs f when the process gets SIGINT or SIGTERM, together with
-// every other function so registered, and exits with status 130 once
-// all have returned. Further signals meanwhile are ignored: a second
-// Ctrl-C does not cut a clean-up short. The returned function removes f.
+// Interruptible returns a context that the first SIGINT or SIGTERM of
+// the process cancels.
+func Interruptible(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	remove := register(&signals.cancels, cancel)
+	return ctx, func() { remove(); cancel() }
+}
+
+// AtSignal runs f when the process gets a second SIGINT or SIGTERM,
+// together with every other function so registered, and exits with
+// status 130 once all have returned; further signals meanwhile are
+// ignored. The returned function removes f.
 func AtSignal(f func()) (remove func()) {
+	return register(&signals.closers, f)
+}
+
+func register(set *map[int]func(), f func()) (remove func()) {
 	signals.Lock()
 	defer signals.Unlock()
 	if signals.ch == nil {
-		signals.ch = make(chan os.Signal, 1)
-		signals.funcs = map[int]func(){}
+		signals.ch = make(chan os.Signal, 2)
+		signals.cancels, signals.closers = map[int]func(){}, map[int]func(){}
 		signal.Notify(signals.ch, os.Interrupt, syscall.SIGTERM)
-		go func() {
-			s := <-signals.ch
-			signals.Lock()
-			var wg sync.WaitGroup
-			for _, f := range signals.funcs {
-				wg.Add(1)
-				go func() { defer wg.Done(); f() }()
-			}
-			signals.Unlock()
-			fmt.Fprintf(os.Stderr, "lab: %s: cleaning up\n", s)
-			wg.Wait()
-			os.Exit(130)
-		}()
+		go handleSignals()
 	}
 	id := signals.next
 	signals.next++
-	signals.funcs[id] = f
+	(*set)[id] = f
 	return func() {
 		signals.Lock()
 		defer signals.Unlock()
-		delete(signals.funcs, id)
+		delete(*set, id)
 	}
+}
+
+func handleSignals() {
+	s := <-signals.ch
+	fmt.Fprintf(os.Stderr, "lab: %s: ending the lab and cleaning up (again to clean up and exit at once)\n", s)
+	signals.Lock()
+	for _, f := range signals.cancels {
+		f()
+	}
+	signals.Unlock()
+	s = <-signals.ch
+	fmt.Fprintf(os.Stderr, "lab: %s: cleaning up and exiting\n", s)
+	signals.Lock()
+	var wg sync.WaitGroup
+	for _, f := range signals.closers {
+		wg.Add(1)
+		go func() { defer wg.Done(); f() }()
+	}
+	signals.Unlock()
+	wg.Wait()
+	os.Exit(130)
 }
 
 // Close stops every host, unmounts every mount below the scratch

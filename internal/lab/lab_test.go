@@ -129,7 +129,9 @@ func TestLab(t *testing.T) {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	t.Cleanup(cancel)
-	t.Cleanup(AtSignal(cancel))
+	// A Ctrl-C ends the test where it is, through its clean-ups.
+	ctx, stop := Interruptible(ctx)
+	t.Cleanup(stop)
 	start := time.Now()
 	image, err := Image(ctx, t.Logf)
 	if err != nil {
@@ -209,6 +211,7 @@ func scenario(ctx context.Context, t *testing.T, image string, a artifacts, s3 b
 	if s3 {
 		prefix = "s3"
 		srv = s3server.Start(t)
+		t.Cleanup(AtSignal(srv.Stop))
 		meshSpool = srv.URL("fleet")
 	} else if err := os.MkdirAll(meshSpool, 0o755); err != nil {
 		t.Fatal(err)
