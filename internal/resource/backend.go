@@ -28,6 +28,13 @@ type Services interface {
 	// them all; a unit that cannot be read (one systemd does not know)
 	// has its own UnitState.Err.
 	Units(ctx context.Context, units []string) ([]UnitState, error)
+	// Look is Units for deciding what to change, and may take
+	// enablement from what the init system already holds instead of
+	// reading the unit files again (systemd's UnitFileState, which a
+	// link made or removed by hand leaves stale until the next reload).
+	// Only Units reads a line back; a unit whose read-back contradicts
+	// its look is changed then, and read back again.
+	Look(ctx context.Context, units []string) ([]UnitState, error)
 	SetEnabled(ctx context.Context, unit string, enabled bool) error
 	// CanRun reports whether units can be started here (false under a
 	// --root other than /, or where systemd is not running); when false,

@@ -99,14 +99,33 @@ type fakeServices struct {
 	// stale names units systemd runs an older definition of, until the
 	// next reload.
 	stale map[string]bool
-	calls []string
-	looks int // Units calls
+	// kept is systemd's own record of a unit's enablement where it
+	// differs from the unit files (a link changed by hand), until the
+	// next reload: what Look answers.
+	kept         map[string]bool
+	calls        []string
+	looks, reads int // Look and Units calls
 	// onCall runs at the start of every changing call.
 	onCall func(call string)
 }
 
-func (f *fakeServices) Units(_ context.Context, units []string) ([]UnitState, error) {
+func (f *fakeServices) Look(ctx context.Context, units []string) ([]UnitState, error) {
 	f.looks++
+	out, err := f.units(units)
+	for i, unit := range units {
+		if on, ok := f.kept[unit]; ok && out[i].Err == nil {
+			out[i].Enabled = on
+		}
+	}
+	return out, err
+}
+
+func (f *fakeServices) Units(_ context.Context, units []string) ([]UnitState, error) {
+	f.reads++
+	return f.units(units)
+}
+
+func (f *fakeServices) units(units []string) ([]UnitState, error) {
 	out := make([]UnitState, len(units))
 	for i, unit := range units {
 		if unit == "missing.service" {
@@ -124,6 +143,7 @@ func (f *fakeServices) Units(_ context.Context, units []string) ([]UnitState, er
 func (f *fakeServices) Reload(context.Context) error {
 	f.record("reload")
 	clear(f.stale)
+	clear(f.kept)
 	return nil
 }
 
@@ -134,6 +154,7 @@ func (f *fakeServices) UnitFile(path string) bool {
 func (f *fakeServices) SetEnabled(_ context.Context, unit string, on bool) error {
 	f.record(fmt.Sprintf("enable %s %v", unit, on))
 	f.enabled[unit] = on
+	delete(f.kept, unit) // systemctl enable and disable reload
 	return nil
 }
 
@@ -316,8 +337,8 @@ func TestApplyRestartsOnChangedFile(t *testing.T) {
 // followed by a reload of systemd before the unit is started or restarted,
 // once however many changed; a unit that needs a reload at the first look
 // is reloaded and its line says so; one that still needs a reload at the
-// read-back fails, never verified; and a run that changes nothing reads
-// the units twice (the first look and the read-back) and reloads nothing.
+// read-back fails, never verified; and a run that changes nothing looks
+// at the units once and reads them back once, and reloads nothing.
 func TestApplyReloadsChangedUnits(t *testing.T) {
 	root := newRoot(t)
 	_, sv := newFakes()
@@ -336,11 +357,11 @@ func TestApplyReloadsChangedUnits(t *testing.T) {
 		t.Errorf("calls %q, want %q", sv.calls, want)
 	}
 
-	sv.calls, sv.looks = nil, 0
+	sv.calls, sv.looks, sv.reads = nil, 0, 0
 	res = apply(t, s, web, unit, dropIn, conf)
 	wantStatus(t, res, web.ID(), outcome.OK)
-	if len(sv.calls) != 0 || sv.looks != 2 {
-		t.Errorf("a run that changes nothing: calls %q and %d looks, want none and 2", sv.calls, sv.looks)
+	if len(sv.calls) != 0 || sv.looks != 1 || sv.reads != 1 {
+		t.Errorf("a run that changes nothing: calls %q, %d looks and %d reads, want none, 1 and 1", sv.calls, sv.looks, sv.reads)
 	}
 
 	// Only the config changed: restarted, not reloaded.
@@ -466,5 +487,43 @@ func TestApplyCancelled(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(root, "etc/x")); err == nil {
 		t.Error("a cancelled run wrote a file")
+	}
+}
+
+// A link changed by hand leaves systemd's record of the unit stale until
+// a reload: the look, which takes that record, finds the unit as
+// declared, the read-back, which reads the unit files, does not. The
+// unit is enabled (or disabled) then and read back again: the drift is
+// repaired in this run, and the next run finds nothing to do.
+func TestApplyServiceLinkChangedByHand(t *testing.T) {
+	_, sv := newFakes()
+	sv.canRun = true
+	sv.active["web.service"] = true
+	s := &System{Root: newRoot(t), Services: sv}
+	web := Spec{Kind: Service, Name: "web.service", Enabled: ptr(true), Running: ptr(true)}
+	other := Spec{Kind: Service, Name: "other.service", Enabled: ptr(false)}
+	sv.enabled["other.service"] = true // its link made by hand
+	sv.kept = map[string]bool{"web.service": true, "other.service": false}
+
+	res := apply(t, s, web, other)
+	if r := wantStatus(t, res, web.ID(), outcome.Changed); !strings.Contains(r.Detail, "enabled (found disabled by the read-back: a link changed by hand)") {
+		t.Errorf("web: %q", r.Detail)
+	}
+	if r := wantStatus(t, res, other.ID(), outcome.Changed); !strings.Contains(r.Detail, "disabled (found enabled by the read-back") {
+		t.Errorf("other: %q", r.Detail)
+	}
+	if want := []string{"enable web.service true", "enable other.service false"}; !slices.Equal(sv.calls, want) {
+		t.Errorf("calls %q, want %q", sv.calls, want)
+	}
+	if sv.reads != 2 {
+		t.Errorf("%d reads, want the read-back and one more of the units changed after it", sv.reads)
+	}
+
+	sv.calls = nil
+	res = apply(t, s, web, other)
+	wantStatus(t, res, web.ID(), outcome.OK)
+	wantStatus(t, res, other.ID(), outcome.OK)
+	if len(sv.calls) != 0 {
+		t.Errorf("the next run: calls %q, want none", sv.calls)
 	}
 }

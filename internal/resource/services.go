@@ -54,6 +54,7 @@ func (r *run) changeServices(items []*item) {
 			it.fatal = states[i].Err
 			continue
 		}
+		it.lookEnabled = &states[i].Enabled
 		if r.interrupted(it) {
 			continue
 		}
@@ -80,7 +81,8 @@ func (r *run) changeServices(items []*item) {
 }
 
 // lookServices reloads the init system if unit files changed since it
-// last read them, then reads the units of items in one query.
+// last read them, then looks at the units of items in one query (see
+// Services.Look).
 func (r *run) lookServices(items []*item) ([]UnitState, error) {
 	if err := r.reloadIfChanged(); err != nil {
 		return nil, err
@@ -89,11 +91,42 @@ func (r *run) lookServices(items []*item) ([]UnitState, error) {
 	for i, it := range items {
 		names[i] = it.spec.Name
 	}
-	states, err := r.s.Services.Units(r.ctx, names)
+	states, err := r.s.Services.Look(r.ctx, names)
 	if err == nil && len(states) != len(names) {
 		err = fmt.Errorf("the service backend read %d units of %d", len(states), len(names))
 	}
 	return states, err
+}
+
+// correctLooks enables or disables, after the read-back, the services
+// whose look found them as declared while the read-back does not: the
+// look took the init system's own record, which a link made or removed
+// by hand leaves stale. Each is changed now and read back again, so
+// that the drift is repaired in this run, not reported failed in every
+// run until something reloads the init system.
+func (r *run) correctLooks() {
+	svc := r.s.Services
+	var again []*item
+	for _, it := range r.items {
+		s := it.spec
+		if s.Kind != Service || s.Enabled == nil || it.lookEnabled == nil || *it.lookEnabled != *s.Enabled ||
+			it.err != nil || it.fatal != nil || it.obs.err != nil || it.obs.st.Enabled == nil || *it.obs.st.Enabled == *s.Enabled {
+			continue
+		}
+		if r.interrupted(it) {
+			continue
+		}
+		if err := svc.SetEnabled(r.ctx, s.Name, *s.Enabled); err != nil {
+			it.fatal = err
+			continue
+		}
+		it.changed = true
+		it.what = append(it.what, pick(*s.Enabled, "enabled", "disabled")+" (found "+pick(*s.Enabled, "disabled", "enabled")+" by the read-back: a link changed by hand)")
+		again = append(again, it)
+	}
+	if len(again) > 0 {
+		r.observeServiceItems(again)
+	}
 }
 
 func anyStale(states []UnitState) bool {
@@ -216,6 +249,13 @@ func (r *run) observeServices() {
 		}
 		todo = append(todo, it)
 	}
+	r.observeServiceItems(todo)
+}
+
+// observeServiceItems reads the units of todo, in one query, into their
+// observations.
+func (r *run) observeServiceItems(todo []*item) {
+	svc := r.s.Services
 	if len(todo) == 0 {
 		return
 	}

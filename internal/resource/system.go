@@ -226,6 +226,9 @@ type item struct {
 	candidate string // package version "latest" resolved to
 	startSeq  int    // service started at
 	restarted bool
+	// lookEnabled: the enablement the change phase's look found, for
+	// a service it looked at.
+	lookEnabled *bool
 }
 
 type run struct {
@@ -618,6 +621,7 @@ func (r *run) readBack() {
 	r.observePackages()
 	r.observeAccounts()
 	r.observeServices()
+	r.correctLooks()
 }
 
 // result turns an item's read-back into its line. This is the only place a

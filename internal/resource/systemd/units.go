@@ -43,6 +43,20 @@ func (s *Systemd) enabled(unit, state string) (bool, error) {
 
 // Units reads the state of units: see the package doc for how.
 func (s *Systemd) Units(ctx context.Context, units []string) ([]resource.UnitState, error) {
+	return s.units(ctx, units, true)
+}
+
+// Look is Units that takes enablement on the running system from the
+// state systemd keeps of each unit (UnitFileState, computed once after
+// each reload) instead of reading the unit files again, which costs
+// systemd a scan of every unit directory per unit. A link made or
+// removed by hand leaves that state stale until the next reload; the
+// read-back, with Units, sees the files as they are.
+func (s *Systemd) Look(ctx context.Context, units []string) ([]resource.UnitState, error) {
+	return s.units(ctx, units, false)
+}
+
+func (s *Systemd) units(ctx context.Context, units []string, fresh bool) ([]resource.UnitState, error) {
 	for _, u := range units {
 		if err := checkUnit(u); err != nil {
 			return nil, err
@@ -54,7 +68,7 @@ func (s *Systemd) Units(ctx context.Context, units []string) ([]resource.UnitSta
 	if !s.CanRun() {
 		return s.unitsOffline(ctx, units)
 	}
-	return s.unitsRunning(ctx, units)
+	return s.unitsRunning(ctx, units, fresh)
 }
 
 // unitsOffline asks systemctl is-enabled about as many units a call as it
@@ -93,8 +107,10 @@ func (s *Systemd) unitsOffline(ctx context.Context, units []string) ([]resource.
 }
 
 // unitsRunning reads units from the running systemd over D-Bus, every
-// query of a round sent before the first answer is awaited.
-func (s *Systemd) unitsRunning(ctx context.Context, units []string) ([]resource.UnitState, error) {
+// query of a round sent before the first answer is awaited. Enablement
+// comes from the unit files on disk, as is-enabled computes it, when
+// fresh; else from the state systemd keeps of each unit (see Look).
+func (s *Systemd) unitsRunning(ctx context.Context, units []string, fresh bool) ([]resource.UnitState, error) {
 	conn, err := s.bus(ctx)
 	if err != nil {
 		return nil, err
@@ -103,10 +119,13 @@ func (s *Systemd) unitsRunning(ctx context.Context, units []string) ([]resource.
 	const m = "org.freedesktop.systemd1.Manager."
 
 	// Round one: the state of every unit (ListUnitsByNames loads those
-	// not loaded yet), and the state of their unit files, computed from
-	// the files on disk as is-enabled does, in one listing.
+	// not loaded yet), and when fresh the state of their unit files,
+	// computed from the files on disk as is-enabled does, in one listing.
 	list := manager.GoWithContext(ctx, m+"ListUnitsByNames", 0, nil, units)
-	files := manager.GoWithContext(ctx, m+"ListUnitFilesByPatterns", 0, nil, []string{}, units)
+	var files *dbus.Call
+	if fresh {
+		files = manager.GoWithContext(ctx, m+"ListUnitFilesByPatterns", 0, nil, []string{}, units)
+	}
 	var listed []struct {
 		Name, Description, LoadState, ActiveState, SubState, Following string
 		Path                                                           dbus.ObjectPath
@@ -120,29 +139,63 @@ func (s *Systemd) unitsRunning(ctx context.Context, units []string) ([]resource.
 	if len(listed) != len(units) {
 		return nil, fmt.Errorf("systemd listed %d units for %d names", len(listed), len(units))
 	}
-	var unitFiles []struct{ Path, State string }
-	if err := (<-files.Done).Store(&unitFiles); err != nil {
-		return nil, s.busError(err)
-	}
-	fileState := make(map[string]string, len(unitFiles))
-	for _, f := range unitFiles {
-		fileState[path.Base(f.Path)] = f.State
+	fileState := make(map[string]string, len(units))
+	if fresh {
+		var unitFiles []struct{ Path, State string }
+		if err := (<-files.Done).Store(&unitFiles); err != nil {
+			return nil, s.busError(err)
+		}
+		for _, f := range unitFiles {
+			fileState[path.Base(f.Path)] = f.State
+		}
 	}
 
 	// Round two: whether systemd runs the definition each unit's files
-	// hold, and the unit file state of those the listing has no file
-	// for (instances of a template; units that do not exist, whose
-	// error is systemd's).
-	out := make([]resource.UnitState, len(units))
+	// hold; when not fresh, the state systemd keeps of each unit's
+	// files.
+	const unitIface = "org.freedesktop.systemd1.Unit"
 	stale := make([]*dbus.Call, len(units))
+	kept := make([]*dbus.Call, len(units))
+	for i, l := range listed {
+		if l.LoadState == "not-found" {
+			continue
+		}
+		obj := conn.Object("org.freedesktop.systemd1", l.Path)
+		stale[i] = obj.GoWithContext(ctx, "org.freedesktop.DBus.Properties.Get", 0, nil, unitIface, "NeedDaemonReload")
+		if !fresh {
+			kept[i] = obj.GoWithContext(ctx, "org.freedesktop.DBus.Properties.Get", 0, nil, unitIface, "UnitFileState")
+		}
+	}
+	out := make([]resource.UnitState, len(units))
+	for i, u := range units {
+		l := listed[i]
+		out[i].Active = l.ActiveState == "active" || l.ActiveState == "reloading" || l.ActiveState == "refreshing"
+		if stale[i] == nil {
+			continue
+		}
+		b, err := boolProperty(stale[i], u, "NeedDaemonReload")
+		if err != nil {
+			return nil, err
+		}
+		out[i].Stale = b
+		if kept[i] != nil {
+			var v dbus.Variant
+			if err := (<-kept[i].Done).Store(&v); err != nil {
+				return nil, s.busError(err)
+			}
+			if st, _ := v.Value().(string); st != "" {
+				fileState[u] = st
+			}
+		}
+	}
+
+	// Round three, rarely: the unit file state of the units neither
+	// answered (instances of a template; units that do not exist, whose
+	// error is systemd's).
 	asked := make([]*dbus.Call, len(units))
 	for i, u := range units {
 		if _, ok := fileState[u]; !ok {
 			asked[i] = manager.GoWithContext(ctx, m+"GetUnitFileState", 0, nil, u)
-		}
-		if l := listed[i]; l.LoadState != "not-found" {
-			stale[i] = conn.Object("org.freedesktop.systemd1", l.Path).GoWithContext(ctx,
-				"org.freedesktop.DBus.Properties.Get", 0, nil, "org.freedesktop.systemd1.Unit", "NeedDaemonReload")
 		}
 	}
 	for i, u := range units {
@@ -153,30 +206,28 @@ func (s *Systemd) unitsRunning(ctx context.Context, units []string) ([]resource.
 					return nil, fmt.Errorf("systemd: %w", ctx.Err())
 				}
 				out[i].Err = fmt.Errorf("is unit %s enabled: %s", u, dbusMessage(err))
+				continue
 			}
 		}
-		if out[i].Err == nil {
-			out[i].Enabled, out[i].Err = s.enabled(u, state)
-		}
-		l := listed[i]
-		if out[i].Err == nil && l.LoadState == "not-found" {
+		out[i].Enabled, out[i].Err = s.enabled(u, state)
+		if out[i].Err == nil && listed[i].LoadState == "not-found" {
 			out[i].Err = fmt.Errorf("unit %s: systemd finds no unit file for it", u)
 		}
-		out[i].Active = l.ActiveState == "active" || l.ActiveState == "reloading" || l.ActiveState == "refreshing"
-		if stale[i] == nil {
-			continue
-		}
-		var need dbus.Variant
-		if err := (<-stale[i].Done).Store(&need); err != nil {
-			return nil, s.busError(err)
-		}
-		b, ok := need.Value().(bool)
-		if !ok {
-			return nil, fmt.Errorf("systemd answered NeedDaemonReload of %s with %s", u, need)
-		}
-		out[i].Stale = b
 	}
 	return out, nil
+}
+
+// boolProperty is the answer to a Properties.Get of a boolean.
+func boolProperty(call *dbus.Call, unit, name string) (bool, error) {
+	var v dbus.Variant
+	if err := (<-call.Done).Store(&v); err != nil {
+		return false, fmt.Errorf("read units from systemd: %s", dbusMessage(err))
+	}
+	b, ok := v.Value().(bool)
+	if !ok {
+		return false, fmt.Errorf("systemd answered %s of %s with %s", name, unit, v)
+	}
+	return b, nil
 }
 
 // bus returns the connection to systemd, opening it on first use: its
