@@ -337,10 +337,13 @@ func scenario(ctx context.Context, t *testing.T, image string, a artifacts, s3 b
 		other := field(f.ask(h, "/run/labd-other.sock"), "pid")
 		f.check(other == others[h.Name], h.Name+": labd-other was not restarted (PID "+others[h.Name]+")", other)
 	}
-	// Drift: stopped by hand, started by the next timer run.
+	// Drift: stopped by hand, and its link removed by hand (which
+	// systemd does not notice until a reload), both repaired by the next
+	// timer run.
 	for _, h := range f.hosts {
 		h.mark = time.Now()
 		f.in(h, "systemctl", "stop", "labd.service")
+		f.in(h, "rm", "/etc/systemd/system/multi-user.target.wants/labd.service")
 	}
 	r := f.await(gen, "the runs after labd was stopped by hand", func(n node) bool {
 		return n.Report != nil && n.Report.End.After(f.host(n.Name).mark)
@@ -349,6 +352,8 @@ func scenario(ctx context.Context, t *testing.T, image string, a artifacts, s3 b
 		f.check(f.state(h, "is-active", "labd.service") == "active", h.Name+": labd, stopped by hand, was started by the next timer run")
 		log := f.journal(h, h.mark)
 		f.check(strings.Contains(log, "changed  service:labd.service: started"), h.Name+": that run said the line changed (started)", lastLines(log, 8))
+		f.check(f.state(h, "is-enabled", "labd.service") == "enabled" && strings.Contains(log, "enabled (found disabled by the read-back: a link changed by hand)"),
+			h.Name+": and enabled it again, its link removed by hand found by the read-back", lastLines(log, 8))
 		f.check(r[h.Name].Status == "applied", h.Name+": and the mesh shows generation "+fmt.Sprint(gen)+" applied", r[h.Name].Status)
 	}
 	// A unit that cannot start fails its line with systemd's reason.
