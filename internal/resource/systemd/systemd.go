@@ -269,8 +269,3 @@ func (s *Systemd) systemctl(ctx context.Context, offline bool, args ...string) (
 	}
 	return stdout.Bytes(), fmt.Errorf("systemctl: %s", msg)
 }
-
-func firstLine(b []byte) string {
-	line, _, _ := strings.Cut(string(b), "\n")
-	return strings.TrimSpace(line)
-}
