@@ -110,7 +110,7 @@ type node struct {
 	NodeID string `json:"node_id"`
 	Status string `json:"status"`
 	Report *struct {
-		Seq    uint64    `json:"seq"`
+		Seq    uint64    `json:"seq,string"`
 		End    time.Time `json:"end"`
 		Muster string    `json:"muster"`
 		Notes  []string  `json:"notes"`
