@@ -15,10 +15,11 @@ help: ## list the targets
 build: ## build bin/muster (static, as the Debian package ships it)
 	CGO_ENABLED=$${CGO_ENABLED:-0} $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/muster
 
-test: ## install test tools if missing, then the checks (vet, staticcheck, ...), unit tests with -race, testscripts
+test: ## install test tools if missing, then the checks (vet, staticcheck, ...), unit tests with -race, testscripts, and the lab on its own (its containers would hold other tests' mounts)
 	./scripts/test-deps.sh
 	$(MAKE) check
-	PATH="$$PATH:$$($(GO) env GOPATH)/bin" $(GO) test -race -count=1 -timeout 18m ./...
+	PATH="$$PATH:$$($(GO) env GOPATH)/bin" $(GO) test -race -count=1 -timeout 18m -skip '^TestLab$$' ./...
+	$(MAKE) lab
 
 check: ## vet, gofmt, staticcheck (installed by scripts/test-deps.sh), man page lint
 	$(GO) vet ./...
