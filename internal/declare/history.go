@@ -17,6 +17,14 @@ import (
 // mesh declared on, is refused, because a commit on it would give a
 // generation a second history.
 func currentHistory(ctx context.Context, m *mesh.Mesh) (*generation.History, *generation.Commit, []string, error) {
+	// The head is read before the spool is listed: another declare of this
+	// mesh that commits in between moves the head on after its commit is
+	// in the spool, so a head read after the listing could be newer than
+	// anything listed, and a race would look like a restored spool.
+	head, err := m.Head()
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	hist, err := generation.LoadHistory(ctx, m.Spool, m.Verifier())
 	if err != nil {
 		return nil, nil, nil, err
@@ -29,9 +37,8 @@ func currentHistory(ctx context.Context, m *mesh.Mesh) (*generation.History, *ge
 	for _, s := range hist.Skipped {
 		warnings = append(warnings, fmt.Sprintf("%s (it is not this mesh's; spool verify lists it)", s))
 	}
-	head, err := m.Head()
-	if err != nil || head == nil {
-		return hist, newest, warnings, err
+	if head == nil {
+		return hist, newest, warnings, nil
 	}
 	headPath := mesh.HeadPath(m.Dir)
 	lost := fmt.Sprintf("if that copy is lost for good, move %s away to declare on this spool's history: hosts that applied the lost generations will refuse it until their state is reset", headPath)
