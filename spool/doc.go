@@ -53,6 +53,7 @@
 //	enrol/admit/<tokenid>                 the admission record; sealed to the mesh
 //	enrol/refused/<tokenid>/<hostfp>      the refusal of a join request; sealed to the mesh
 //	enrol/revoke/<nodeid>                 a revocation; sealed to the mesh
+//	enrol/label/<nodeid>/<seq>            a change of a node's labels (enrol label); sealed to the mesh
 //	brief/<nodeid>/<seq>                  a node's briefings; sealed to the mesh
 //	decl/<generation>/<runid>/<nodeid>    a node's declaration from one declare run; sealed to that node
 //	manifest/<generation>/<runid>         what one declare run wrote; sealed to the mesh

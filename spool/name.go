@@ -163,6 +163,7 @@ const (
 	EnrolJoinPrefix   = "enrol/join/"
 	EnrolAdmitPrefix  = "enrol/admit/"
 	EnrolRevokePrefix = "enrol/revoke/"
+	EnrolLabelPrefix  = "enrol/label/"
 	BriefPrefix       = "brief/"
 	DeclPrefix        = "decl/"
 	CommitPrefix      = "commit/"
@@ -184,6 +185,25 @@ func AdmitName(tokenID string) string { return EnrolAdmitPrefix + tokenID }
 
 // RevokeName names the revocation of node nodeID.
 func RevokeName(nodeID string) string { return EnrolRevokePrefix + nodeID }
+
+// LabelName names change seq of the labels of node nodeID, written by
+// enrol label.
+func LabelName(nodeID string, seq uint64) string {
+	return EnrolLabelPrefix + nodeID + "/" + SeqName(seq)
+}
+
+// ParseLabelName splits a label change's name into its node and sequence
+// number.
+func ParseLabelName(name string) (nodeID string, seq uint64, err error) {
+	parts, ok := splitUnder(name, EnrolLabelPrefix, 2)
+	if !ok {
+		return "", 0, fmt.Errorf("object %s is not a label change (want %s<nodeid>/<seq>)", name, EnrolLabelPrefix)
+	}
+	if seq, err = ParseSeq(parts[1]); err != nil {
+		return "", 0, fmt.Errorf("object %s: %w", name, err)
+	}
+	return parts[0], seq, nil
+}
 
 // BriefName names briefing seq of node nodeID.
 func BriefName(nodeID string, seq uint64) string {

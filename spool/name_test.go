@@ -137,6 +137,7 @@ func TestLayoutNames(t *testing.T) {
 		JoinName("t1", "fp"):    "enrol/join/t1/fp",
 		AdmitName("t1"):         "enrol/admit/t1",
 		RevokeName("n1"):        "enrol/revoke/n1",
+		LabelName("n1", 2):      "enrol/label/n1/00000000000000000002",
 		BriefName("n1", 2):      "brief/n1/00000000000000000002",
 		DeclName(3, "r1", "n1"): "decl/00000000000000000003/r1/n1",
 		CommitName(3):           "commit/00000000000000000003",
@@ -155,6 +156,12 @@ func TestLayoutNames(t *testing.T) {
 	}
 	if n, s, err := ParseBriefName("brief/n1/00000000000000000002"); err != nil || n != "n1" || s != 2 {
 		t.Errorf("ParseBriefName = %q, %d, %v", n, s, err)
+	}
+	if n, s, err := ParseLabelName("enrol/label/n1/00000000000000000002"); err != nil || n != "n1" || s != 2 {
+		t.Errorf("ParseLabelName = %q, %d, %v", n, s, err)
+	}
+	if _, _, err := ParseLabelName("enrol/label/n1/2"); err == nil {
+		t.Errorf("ParseLabelName accepted a short sequence number")
 	}
 	if g, r, n, err := ParseDeclName("decl/00000000000000000003/r1/n1"); err != nil || g != 3 || r != "r1" || n != "n1" {
 		t.Errorf("ParseDeclName = %d, %q, %q, %v", g, r, n, err)

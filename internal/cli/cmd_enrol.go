@@ -20,9 +20,9 @@ import (
 func cmdEnrol() *Command {
 	return &Command{
 		Name:  "enrol",
-		Short: "enrol hosts: issue and cancel tokens, admit, revoke, list, join",
+		Short: "enrol hosts: issue and cancel tokens, admit, label, revoke, list, join",
 		Long:  "Enrolment decides which host identities the mesh trusts. The operator issues a token for a node name; the host joins with it; the mesh admits the join request (declare does this too; report and the other read-only commands never do).",
-		Sub:   []*Command{cmdEnrolIssue(), cmdEnrolCancel(), cmdEnrolAdmit(), cmdEnrolRevoke(), cmdEnrolList(), cmdEnrolJoin()},
+		Sub:   []*Command{cmdEnrolIssue(), cmdEnrolCancel(), cmdEnrolAdmit(), cmdEnrolLabel(), cmdEnrolRevoke(), cmdEnrolList(), cmdEnrolJoin()},
 	}
 }
 
@@ -78,13 +78,9 @@ func runEnrolIssue(env *Env, o enrolIssueOptions, args []string) error {
 	if err := needArgs(args, 1, 1, "node NAME"); err != nil {
 		return err
 	}
-	lm := map[string]string{}
-	for _, l := range o.Labels {
-		k, v, ok := strings.Cut(l, "=")
-		if !ok {
-			return fault.Usagef("--label %q: want KEY=VALUE", l)
-		}
-		lm[k] = v
+	lm, err := parseLabels(o.Labels, "--label ")
+	if err != nil {
+		return err
 	}
 	m, reg, err := openAdmitted(env)
 	if err != nil {
@@ -228,6 +224,99 @@ func runEnrolAdmit(env *Env, args []string) error {
 	if len(res.Refused) > 0 {
 		return quietly(fault.Refused)
 	}
+	return nil
+}
+
+// parseLabels parses KEY=VALUE label arguments; what names where they
+// were given, for the error.
+func parseLabels(args []string, what string) (map[string]string, error) {
+	lm := map[string]string{}
+	for _, l := range args {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok {
+			return nil, fault.Usagef("%s%q: want KEY=VALUE", what, l)
+		}
+		if prev, dup := lm[k]; dup && prev != v {
+			return nil, fault.Usagef("label %s is given twice, as %s and %s: give one", k, prev, v)
+		}
+		lm[k] = v
+	}
+	return lm, nil
+}
+
+// enrolLabelOptions are the flags of muster enrol label.
+type enrolLabelOptions struct {
+	Remove []string
+}
+
+func (o *enrolLabelOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&o.Remove, "remove", nil, "remove the label `KEY` (repeatable)")
+}
+
+func cmdEnrolLabel() *Command {
+	var o enrolLabelOptions
+	return &Command{
+		Name:  "label",
+		Usage: "muster enrol label NAME [KEY=VALUE]... [--remove KEY]...",
+		Short: "change an enrolled node's labels without re-enrolling it",
+		Long: `Set the labels KEY=VALUE of node NAME, replacing the value a key had, and
+remove the labels given with --remove. The other labels stay. The change is
+one record signed by the mesh in the spool; from then on declare selects
+roles by the new labels and renders templates ({{ .Labels.KEY }}) with them,
+enrol list shows them, and a re-enrolment of the node keeps them (unless
+its token was issued with labels of its own). Hosts need nothing: the
+labels are the mesh's, and the next declare writes what they select.
+
+Keys and values are 1 to 63 letters, digits, '-', '_' or '.'. The node's
+labels after the change are printed on stdout. A change that leaves them
+as they are writes nothing and says so; removing a label the node does not
+have is a warning. A node that is not enrolled, or whose identity is
+revoked, is refused. Pending join requests are admitted first.
+
+A label record in the spool that is not signed by the mesh key is skipped
+with a warning naming it, and never applied.`,
+		Examples: `# web-1 moves to the db role, selected by labels = { role = "db" }
+muster enrol label web-1 role=db
+muster declare site.toml
+# drop a label, set another
+muster enrol label web-1 site=fra --remove canary`,
+		Global: []string{"mesh", "spool"},
+		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
+		Flags:  o.addFlags,
+		Run:    func(env *Env, args []string) error { return runEnrolLabel(env, o, args) },
+	}
+}
+
+// runEnrolLabel changes the labels of an enrolled node.
+func runEnrolLabel(env *Env, o enrolLabelOptions, args []string) error {
+	if err := needArgs(args, 1, -1, "node NAME"); err != nil {
+		return err
+	}
+	set, err := parseLabels(args[1:], "")
+	if err != nil {
+		return err
+	}
+	m, reg, err := openAdmitted(env)
+	if err != nil {
+		return err
+	}
+	res, err := enrol.Label(env.Ctx, m, reg, enrol.LabelOptions{Name: args[0], Set: set, Remove: o.Remove, Now: env.Now()})
+	if err != nil {
+		return err
+	}
+	id := res.Identity
+	for _, k := range res.Absent {
+		env.Warnf("%s has no label %s to remove", id.Name, k)
+	}
+	labels := labelsString(id.Labels)
+	if labels == "" {
+		labels = "none"
+	}
+	if !res.Changed {
+		fmt.Fprintf(env.Stdio.Out, "labels of %s unchanged: %s\n", id.Name, labels)
+		return nil
+	}
+	fmt.Fprintf(env.Stdio.Out, "labels of %s (identity %s): %s\n", id.Name, id.NodeID, labels)
 	return nil
 }
 

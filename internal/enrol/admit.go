@@ -434,6 +434,12 @@ func decide(reg *Registry, taken claims, p *pendingJoin, now time.Time) (d *deci
 		return refuse(fmt.Sprintf("%s is already enrolled as identity %s, and a plain token can never take over an enrolled name", req.Name, current.NodeID))
 	case current != nil:
 		adm.Replaces = current.NodeID
+		if len(adm.Labels) == 0 {
+			// A rebuilt host is the same node: it keeps its labels as
+			// they are now, so the roles that select it by label go on
+			// applying to it.
+			adm.Labels = current.Labels
+		}
 	}
 	return &decision{p: p, adm: adm}, false
 }

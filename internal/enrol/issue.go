@@ -3,6 +3,8 @@ package enrol
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/muster-tool/muster/internal/bundle"
@@ -22,7 +24,8 @@ type IssueOptions struct {
 	Reenrol bool
 	Expires time.Duration
 	// Labels of the node; none given for a re-enrolment keeps the labels
-	// it has.
+	// it has when the token is admitted (see decide), changes made with
+	// enrol label in between included.
 	Labels map[string]string
 	Now    time.Time
 }
@@ -33,10 +36,8 @@ func Issue(ctx context.Context, m *mesh.Mesh, reg *Registry, o IssueOptions) (*t
 	if err := token.CheckName(o.Name); err != nil {
 		return nil, fault.New(fault.Usage, err)
 	}
-	for k, v := range o.Labels {
-		if err := checkLabel(k, v); err != nil {
-			return nil, fault.New(fault.Usage, err)
-		}
+	if err := checkLabels(o.Labels); err != nil {
+		return nil, fault.New(fault.Usage, err)
 	}
 	if o.Expires <= 0 {
 		return nil, fault.Usagef("--expires must be positive")
@@ -50,11 +51,6 @@ func Issue(ctx context.Context, m *mesh.Mesh, reg *Registry, o IssueOptions) (*t
 	case current == nil && o.Reenrol:
 		return nil, fault.WithHint(fmt.Errorf("node %s is not enrolled, so there is nothing to re-enrol", o.Name),
 			"issue a plain token: muster enrol issue "+o.Name)
-	}
-	if current != nil && len(o.Labels) == 0 {
-		// A rebuilt host is the same node: it keeps its labels, so the
-		// roles that select it by label go on applying to it.
-		o.Labels = current.Labels
 	}
 	tok, err := token.New(o.Name, m.Public().Fingerprint(), o.Now.Add(o.Expires))
 	if err != nil {
@@ -82,6 +78,17 @@ func Issue(ctx context.Context, m *mesh.Mesh, reg *Registry, o IssueOptions) (*t
 		return nil, err
 	}
 	return tok, nil
+}
+
+// checkLabels checks every label, in key order so that the first bad one
+// named is always the same.
+func checkLabels(labels map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		if err := checkLabel(k, labels[k]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func checkLabel(k, v string) error {

@@ -83,6 +83,20 @@ func (a *Admission) Cancelled() bool { return !a.CancelledAt.IsZero() }
 // which the revoked host reads too).
 type Revocation = host.Revocation
 
+// LabelChange records that the mesh changed an identity's labels without
+// re-enrolling it (enrol label): the labels it sets and removes, applied
+// on top of the labels the identity was admitted with and of the changes
+// before it, in the order of their sequence numbers.
+type LabelChange struct {
+	Version int               `toml:"version"`
+	NodeID  string            `toml:"node_id"`
+	Name    string            `toml:"name"`
+	Seq     uint64            `toml:"seq"`
+	Set     map[string]string `toml:"set,omitempty"`
+	Remove  []string          `toml:"remove,omitempty"`
+	At      time.Time         `toml:"at"`
+}
+
 // Refusal records that a join request was refused, so it is decided once
 // and not reconsidered by every later admit.
 type Refusal struct {
@@ -106,6 +120,10 @@ func admitCtx(tokenID string) bundle.Context {
 }
 
 func revokeCtx(nodeID string) bundle.Context { return host.RevocationCtx(nodeID) }
+
+func labelCtx(nodeID string, seq uint64) bundle.Context {
+	return bundle.Context{Kind: "label-change", Node: nodeID, Name: spool.LabelName(nodeID, seq)}
+}
 
 func refusedCtx(tokenID, hostFP string) bundle.Context {
 	return bundle.Context{Kind: "join-refusal", Node: hostFP, Name: spool.RefusedName(tokenID, hostFP)}

@@ -1,11 +1,14 @@
 package enrol
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -64,6 +67,10 @@ type Registry struct {
 
 	// revocations are the revocation records read, by node id.
 	revocations map[string]*Revocation
+	// labelChanges are the label changes read, by node id, and by name
+	// so that a refresh reads each once.
+	labelChanges map[string][]*LabelChange
+	labelsRead   map[string]bool
 	// junk are the records skipped, so that a refresh reads them once.
 	junk map[string]bool
 }
@@ -178,6 +185,9 @@ func (r *Registry) refresh(ctx context.Context, m *mesh.Mesh) error {
 	if r.revocations == nil {
 		r.revocations = map[string]*Revocation{}
 	}
+	if err := r.readLabelChanges(ctx, m, signer, fresh, junk); err != nil {
+		return err
+	}
 	err = eachObject(ctx, m.Spool, spool.EnrolRevokePrefix, func(name string) bool {
 		return r.revocations[strings.TrimPrefix(name, spool.EnrolRevokePrefix)] == nil && fresh(name)
 	}, func(name string, data []byte) error {
@@ -220,6 +230,66 @@ func (r *Registry) build() {
 			r.add(a)
 		}
 	}
+	for nodeID, cs := range r.labelChanges {
+		if id := r.Identities[nodeID]; id != nil {
+			id.Labels = applyLabelChanges(id.Labels, cs)
+		}
+	}
+}
+
+// readLabelChanges reads the label changes written since r was last read.
+// One that does not verify against the mesh key, or is not what its name
+// says, is junk: skipped with a warning, never applied.
+func (r *Registry) readLabelChanges(ctx context.Context, m *mesh.Mesh, signer ed25519.PublicKey, fresh func(string) bool, junk func(string, error)) error {
+	if r.labelChanges == nil {
+		r.labelChanges, r.labelsRead = map[string][]*LabelChange{}, map[string]bool{}
+	}
+	var mu sync.Mutex
+	return eachObject(ctx, m.Spool, spool.EnrolLabelPrefix, func(name string) bool {
+		return !r.labelsRead[name] && fresh(name)
+	}, func(name string, data []byte) error {
+		nodeID, seq, err := spool.ParseLabelName(name)
+		if err != nil {
+			return err
+		}
+		var c LabelChange
+		if err := bundle.OpenTOML(data, labelCtx(nodeID, seq), m.Pair.Age, signer, &c); err != nil {
+			return err
+		}
+		if c.NodeID != nodeID || c.Seq != seq {
+			return fmt.Errorf("label change names identity %s, change %d", c.NodeID, c.Seq)
+		}
+		if err := checkLabels(c.Set); err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		r.labelsRead[name] = true
+		r.labelChanges[nodeID] = append(r.labelChanges[nodeID], &c)
+		return nil
+	}, junk)
+}
+
+// applyLabelChanges returns labels with the changes applied in the order
+// of their sequence numbers; labels itself, which an admission record
+// shares, is not changed.
+func applyLabelChanges(labels map[string]string, cs []*LabelChange) map[string]string {
+	cs = slices.Clone(cs)
+	slices.SortFunc(cs, func(a, b *LabelChange) int { return cmp.Compare(a.Seq, b.Seq) })
+	out := maps.Clone(labels)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for _, c := range cs {
+		for _, k := range c.Remove {
+			delete(out, k)
+		}
+		maps.Copy(out, c.Set)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // admissible reports whether admission a stands, given the admissions

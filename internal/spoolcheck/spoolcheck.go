@@ -316,6 +316,7 @@ var layout = []struct {
 	{spool.EnrolAdmitPrefix, 1, nil},
 	{spool.EnrolRefusedPrefix, 2, nil},
 	{spool.EnrolRevokePrefix, 1, nil},
+	{spool.EnrolLabelPrefix, 2, func(n string) error { _, _, err := spool.ParseLabelName(n); return err }},
 	{spool.BriefPrefix, 2, func(n string) error { _, _, err := spool.ParseBriefName(n); return err }},
 	{spool.DeclPrefix, 3, func(n string) error { _, _, _, err := spool.ParseDeclName(n); return err }},
 	{spool.ManifestPrefix, 2, func(n string) error {
