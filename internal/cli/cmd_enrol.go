@@ -292,7 +292,7 @@ func runEnrolLabel(env *Env, o enrolLabelOptions, args []string) error {
 	if err := needArgs(args, 1, -1, "node NAME"); err != nil {
 		return err
 	}
-	set, err := parseLabels(args[1:], "")
+	set, err := parseLabels(args[1:], "label ")
 	if err != nil {
 		return err
 	}
