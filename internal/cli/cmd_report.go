@@ -178,7 +178,7 @@ func runReport(env *Env, o reportOptions, args []string) error {
 	if err := fleet.SortNodes(v.Nodes, o.Sort); err != nil {
 		return err
 	}
-	warnObjects(env, v, o.All)
+	warnObjects(env, st, v, o.All)
 	if err := writeReport(env, f, o, st, v, hist, sel); err != nil {
 		return err
 	}
@@ -292,8 +292,9 @@ func failOnStatus(t fleet.Totals, failOn string) error {
 }
 
 // warnObjects says on stderr which reports were flagged, and how many
-// were refused.
-func warnObjects(env *Env, v *fleet.View, all bool) {
+// were refused. Reports from revoked identities are counted once each:
+// refused for good, they are news only the first time (see fleet.State.Tell).
+func warnObjects(env *Env, st *fleet.State, v *fleet.View, all bool) {
 	for _, o := range v.Flagged {
 		env.Warnf("report %s from %s is flagged and not counted: %s", o.Name, o.Node, o.Reason)
 	}
@@ -308,8 +309,16 @@ func warnObjects(env *Env, v *fleet.View, all bool) {
 	if n := c[fleet.RefusedUnknown]; n > 0 {
 		env.Warnf("%s filed under node ids no identity has %s refused%s", plural(n, "report"), isAre(n), listed)
 	}
-	if n := c[fleet.RefusedRevoked]; n > 0 {
-		fmt.Fprintf(env.Stdio.Err, "muster: %s from revoked identities %s refused%s\n", plural(n, "report"), isAre(n), listed)
+	n := 0
+	for _, o := range v.Refused {
+		if o.Kind == fleet.RefusedRevoked && !o.Told {
+			n++
+		}
+	}
+	if n > 0 {
+		fmt.Fprintf(env.Stdio.Err, "muster: %s from revoked identities %s refused%s; each is said once, and muster spool gc removes them\n",
+			plural(n, "new report"), isAre(n), listed)
+		env.Warn(st.Tell(v.Refused))
 	}
 }
 

@@ -96,7 +96,7 @@ func runReportWait(env *Env, o reportOptions, f format, m *mesh.Mesh, reg *enrol
 		}
 		if done, err := w.look(v, p); done {
 			w.progress.clear()
-			warnObjects(env, v, o.All)
+			warnObjects(env, st, v, o.All)
 			if perr := writeReport(env, f, o, st, v, nil, sel); perr != nil {
 				return perr
 			}

@@ -5,13 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/pflag"
 
 	"github.com/muster-tool/muster/internal/declare"
+	"github.com/muster-tool/muster/internal/enrol"
 	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/fleet"
 	"github.com/muster-tool/muster/internal/gc"
 	"github.com/muster-tool/muster/internal/generation"
 	"github.com/muster-tool/muster/internal/mesh"
@@ -379,6 +383,45 @@ var gcMovedPast = func(env *Env, m *mesh.Mesh) (func(gen uint64) bool, error) {
 	}, nil
 }
 
+// gcRevoked gives `spool gc` the identities the mesh no longer trusts,
+// whose reports it removes, each with the report that carries its node's
+// newest recovery copy, which stays. When the recovery copies cannot be
+// read, no report is removed.
+func gcRevoked(env *Env, m *mesh.Mesh) (map[string]gc.Revoked, error) {
+	reg, err := enrol.LoadRegistry(env.Ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	env.Warn(reg.Skipped)
+	out := map[string]gc.Revoked{}
+	for _, n := range reg.Nodes {
+		for _, id := range append(slices.Clone(n.Past), n.Current) {
+			if id != nil && id.Revoked() {
+				out[id.NodeID] = gc.Revoked{Name: id.Name, RevokedAt: id.RevokedAt, Reason: id.RevokeReason}
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	st, err := fleet.Load(env.Ctx, m, reg, fleet.Options{CacheDir: filepath.Join(m.Dir, "cache")})
+	if err != nil {
+		return nil, err
+	}
+	copies, err := st.RecoveryCopies()
+	if err != nil {
+		env.Warnf("the reports of revoked identities are kept: %v", err)
+		return nil, nil
+	}
+	for _, c := range copies {
+		if r, ok := out[c.NodeID]; ok {
+			r.Keep = spool.ReportName(c.NodeID, c.Generation, c.Seq)
+			out[c.NodeID] = r
+		}
+	}
+	return out, nil
+}
+
 // spoolGCOptions are the flags of muster spool gc.
 type spoolGCOptions struct {
 	DryRun bool
@@ -428,13 +471,19 @@ func runSpoolGC(env *Env, o spoolGCOptions, args []string) error {
 	switch {
 	case env.Changed("keep") && o.Keep < 1:
 		return fault.Usagef("--keep %d: want at least 1 (the newest generation is always kept)", o.Keep)
-	case o.Keep > 0:
-		if env.Global.Mesh == "" {
-			return fault.WithHint(fault.Usagef("--keep needs the mesh, to know which generations nodes have moved past"), "pass --mesh DIR or set MUSTER_MESH")
-		}
+	case o.Keep > 0 && env.Global.Mesh == "":
+		return fault.WithHint(fault.Usagef("--keep needs the mesh, to know which generations nodes have moved past"), "pass --mesh DIR or set MUSTER_MESH")
+	case env.Global.Mesh != "":
 		m, err := openMesh(env)
 		if err != nil {
 			return err
+		}
+		sp, opts.MeshKey = m.Spool, m.Pair.Sign.Public().(ed25519.PublicKey)
+		if opts.Revoked, err = gcRevoked(env, m); err != nil {
+			return err
+		}
+		if o.Keep == 0 {
+			break
 		}
 		moved, err := gcMovedPast(env, m)
 		if err != nil {
@@ -444,8 +493,7 @@ func runSpoolGC(env *Env, o spoolGCOptions, args []string) error {
 			env.Warnf("--keep: which generations every node has moved past is not known yet; keeping every generation")
 			moved = func(uint64) bool { return false }
 		}
-		sp, opts.Keep, opts.MovedPast = m.Spool, o.Keep, moved
-		opts.MeshKey = m.Pair.Sign.Public().(ed25519.PublicKey)
+		opts.Keep, opts.MovedPast = o.Keep, moved
 	default:
 		var err error
 		if sp, err = openSpoolOrMesh(env); err != nil {

@@ -32,7 +32,7 @@ import (
 // cacheVersion changes whenever cacheData, its layout or the meaning of a
 // fact changes; an older file is then rebuilt. Versions 1 and 2 were
 // written with encoding/gob.
-const cacheVersion = 5
+const cacheVersion = 6
 
 const cacheMagic = "muster report cache\n"
 
@@ -113,6 +113,10 @@ type reportFact struct {
 	// Commit is the digest of the commit the host applied (empty in
 	// reports of hosts that did not say).
 	Commit string
+	// Told is set once report has said that the report was refused
+	// because its identity is revoked: report says so once per report
+	// (see State.Tell), not on every run.
+	Told bool
 }
 
 func unixNano(t time.Time) int64 {

@@ -111,6 +111,14 @@ func (e *cacheEncoder) time(t time.Time) {
 	e.Uint(uint64(t.Nanosecond()))
 }
 
+func (e *cacheEncoder) flag(b bool) {
+	if b {
+		e.Uint(1)
+	} else {
+		e.Uint(0)
+	}
+}
+
 func (e *cacheEncoder) indexes(xs []uint32) {
 	e.Uint(uint64(len(xs)))
 	for _, x := range xs {
@@ -149,6 +157,7 @@ func (e *cacheEncoder) node(nf *nodeFacts) {
 		e.Int(f.End)
 		e.Str(f.Muster)
 		e.Str(f.Commit)
+		e.flag(f.Told)
 	}
 	if b := nf.Brief; b == nil {
 		e.Uint(0)
@@ -176,7 +185,7 @@ const (
 	minManifest = 9  // generation, run, six lists, wave
 	minLedger   = 33 // sum, length
 	minNode     = 5  // id, signer, reports, brief, ledger
-	minReport   = 12 // one byte a field
+	minReport   = 13 // one byte a field
 	minLine     = 4
 )
 
@@ -411,4 +420,5 @@ func (d *cacheDecoder) report(f *reportFact) {
 	f.End = d.Int()
 	f.Muster = d.Str()
 	f.Commit = d.Str()
+	f.Told = d.flag()
 }

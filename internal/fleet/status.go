@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -93,6 +94,9 @@ type Object struct {
 	Generation uint64
 	Kind       string
 	Reason     string
+	// Told is set for a report refused because its identity is revoked
+	// that an earlier run already said was refused (see State.Tell).
+	Told bool
 }
 
 // Kinds of refused and flagged reports.
@@ -573,7 +577,7 @@ func (s *State) objects(sel Selection) (refused, flagged []Object) {
 				o.Kind, o.Reason = RefusedUnverified, f.Err
 				refused = append(refused, o)
 			case id.Revoked():
-				o.Kind = RefusedRevoked
+				o.Kind, o.Told = RefusedRevoked, f.Told
 				o.Reason = fmt.Sprintf("identity %s of %s was revoked at %s: %s", nodeID, id.Name, id.RevokedAt.UTC().Format(time.RFC3339), id.RevokeReason)
 				refused = append(refused, o)
 			case f.Misfiled != "":
@@ -604,6 +608,36 @@ func (s *State) objects(sel Selection) (refused, flagged []Object) {
 	byName(refused)
 	byName(flagged)
 	return refused, flagged
+}
+
+// Tell records that report said the refused reports in objs from revoked
+// identities were refused, so that it says so once per report, not on
+// every run: a later view marks them Told. A revoked identity's reports
+// stay refused for good, so there is nothing new to say of them until
+// spool gc removes them. The cache is written back; it returns what did
+// not stop it (a cache that cannot be written: the next run says so
+// again).
+func (s *State) Tell(objs []Object) []string {
+	for _, o := range objs {
+		if o.Kind != RefusedRevoked || o.Told {
+			continue
+		}
+		nodeID, gen, seq, err := spool.ParseReportName(o.Name)
+		nf := s.cache.Nodes[nodeID]
+		if err != nil || nf == nil {
+			continue
+		}
+		i, ok := slices.BinarySearchFunc(nf.Reports, [2]uint64{gen, seq}, func(f reportFact, k [2]uint64) int {
+			return cmp.Or(cmp.Compare(f.Gen, k[0]), cmp.Compare(f.Seq, k[1]))
+		})
+		if ok && !nf.Reports[i].Told {
+			nf.Reports[i].Told = true
+			s.dirty = true
+		}
+	}
+	before := len(s.Warnings)
+	s.save()
+	return s.Warnings[before:]
 }
 
 // SortNodes orders nodes by "name", "status" (what needs attention

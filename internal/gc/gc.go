@@ -14,7 +14,13 @@
 //     than the Keep newest committed ones, never of the newest, and never
 //     of a generation a node has not moved past (it may still need its
 //     declaration). Commits stay: they are small and keep generation
-//     numbers from being used twice. Reports and briefings stay.
+//     numbers from being used twice;
+//   - with Revoked, the reports of revoked identities: they are refused
+//     for good and no reader counts them, except the one that carries its
+//     node's newest recovery copy, which a host re-joining under the name
+//     still needs.
+//
+// Other reports, briefings and enrolment records stay.
 //
 // A commit that cannot be read and verified against the mesh's key keeps
 // every object of its generation: gc removes nothing on doubt.
@@ -25,6 +31,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,6 +53,7 @@ const (
 	RuleTemp       = "temp-file"
 	RuleLostRun    = "lost-run"
 	RuleSuperseded = "superseded"
+	RuleRevoked    = "revoked"
 )
 
 // Options says what gc may remove.
@@ -66,6 +74,21 @@ type Options struct {
 	// MovedPast reports whether every node has moved past generation gen,
 	// so none needs its declaration any more. Required with Keep.
 	MovedPast func(gen uint64) bool
+	// Revoked, if not nil, turns on the revoked rule: the identities the
+	// mesh no longer trusts, by node id. Only the mesh can tell, as
+	// revocations are sealed to it.
+	Revoked map[string]Revoked
+}
+
+// Revoked is an identity the mesh no longer trusts, for the revoked rule.
+type Revoked struct {
+	Name      string // its node's name
+	RevokedAt time.Time
+	Reason    string
+	// Keep names the one report of the identity that stays, because it
+	// carries its node's newest recovery copy (see fleet.RecoveryCopies);
+	// empty when no report of it does.
+	Keep string
 }
 
 // Removal is one object (or temp file) gc removed or, in a dry run, would
@@ -123,7 +146,11 @@ func Run(ctx context.Context, sp spool.Spool, opts Options) (Result, error) {
 			return res, err
 		}
 	}
-	for _, r := range slices.Concat(lost, sup) {
+	rev, err := RevokedReports(ctx, sp, opts.Revoked)
+	if err != nil {
+		return res, err
+	}
+	for _, r := range slices.Concat(lost, sup, rev) {
 		if !opts.DryRun {
 			if err := sp.Delete(ctx, r.Object); err != nil {
 				return res, err
@@ -259,6 +286,27 @@ func Superseded(ctx context.Context, sp spool.Spool, gens []uint64, keep int, mo
 			if err != nil {
 				return nil, err
 			}
+		}
+	}
+	return out, nil
+}
+
+// RevokedReports selects the reports of the revoked identities (by node
+// id), except the one each names to keep.
+func RevokedReports(ctx context.Context, sp spool.Spool, revoked map[string]Revoked) ([]Removal, error) {
+	ids := slices.Sorted(maps.Keys(revoked))
+	var out []Removal
+	for _, id := range ids {
+		r := revoked[id]
+		detail := fmt.Sprintf("identity %s of %s was revoked at %s: %s; its reports are refused", id, r.Name, r.RevokedAt.UTC().Format(time.RFC3339), r.Reason)
+		err := sp.List(ctx, spool.ReportPrefix+id+"/", func(i spool.Info) error {
+			if i.Name != r.Keep {
+				out = append(out, Removal{Object: i.Name, Rule: RuleRevoked, Detail: detail})
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

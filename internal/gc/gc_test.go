@@ -238,3 +238,63 @@ func TestLostRunsS3(t *testing.T) {
 		}
 	}
 }
+
+// TestRevokedReports: the reports of revoked identities go, except the
+// one each names to keep (its node's recovery copy); the reports of
+// trusted identities stay, and without Revoked no report goes.
+func TestRevokedReports(t *testing.T) {
+	f := newFixture(t, "")
+	put := func(name string) string {
+		t.Helper()
+		if err := f.sp.Put(t.Context(), name, []byte("report "+name)); err != nil {
+			t.Fatal(err)
+		}
+		return name
+	}
+	const old, gone, trusted = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210", "00112233445566778899aabbccddeeff"
+	oldReports := []string{put(spool.ReportName(old, 1, 1)), put(spool.ReportName(old, 1, 2))}
+	goneFirst, goneKeep := put(spool.ReportName(gone, 1, 1)), put(spool.ReportName(gone, 2, 1))
+	trustedReport := put(spool.ReportName(trusted, 2, 1))
+
+	if res, err := gc.Run(t.Context(), f.sp, gc.Options{}); err != nil || len(removed(res.Removed, gc.RuleRevoked)) != 0 {
+		t.Fatalf("without Revoked: %v, %v", res.Removed, err)
+	}
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	revoked := map[string]gc.Revoked{
+		old:  {Name: "web-1", RevokedAt: at, Reason: "replaced by re-enrolment"},
+		gone: {Name: "web-2", RevokedAt: at, Reason: "host retired", Keep: goneKeep},
+	}
+	res, err := gc.Run(t.Context(), f.sp, gc.Options{Revoked: revoked, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(slices.Clone(oldReports), goneFirst)
+	slices.Sort(want)
+	if got := removed(res.Removed, gc.RuleRevoked); !slices.Equal(got, want) {
+		t.Errorf("dry run selected %v, want %v", got, want)
+	}
+	for _, n := range want {
+		if !f.present(n) {
+			t.Errorf("dry run removed %s", n)
+		}
+	}
+	for _, r := range res.Removed {
+		if r.Object == goneFirst && !strings.Contains(r.Detail, "identity "+gone+" of web-2 was revoked at 2026-03-01T12:00:00Z: host retired") {
+			t.Errorf("detail %q does not say whose and why", r.Detail)
+		}
+	}
+
+	if _, err := gc.Run(t.Context(), f.sp, gc.Options{Revoked: revoked}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range want {
+		if f.present(n) {
+			t.Errorf("%s is still there", n)
+		}
+	}
+	for _, n := range []string{goneKeep, trustedReport} {
+		if !f.present(n) {
+			t.Errorf("%s was removed", n)
+		}
+	}
+}
