@@ -77,7 +77,9 @@ Reports are verified against the identity they are filed under. Reports
 from revoked or unknown identities and reports that fail verification are
 refused and counted; reports that claim a generation newer than the newest
 committed, or another node, are flagged with a warning; neither is counted.
---all lists them, and applied and decommissioned nodes too. report reads the
+--all lists them, and applied and decommissioned nodes too. A revoked
+identity's reports are refused for good: each is counted on stderr once
+(the cache remembers it), and 'muster spool gc' with the mesh removes them. report reads the
 mesh and changes nothing: join requests waiting to be admitted are counted on
 stderr and left to enrol admit and declare, so a monitoring job never admits
 a host.

@@ -448,12 +448,19 @@ func cmdSpoolGC() *Command {
     than an hour;
   - with --keep N, declaration bundles and manifests of generations older
     than the N newest committed ones, but never of the newest, and never of
-    a generation a node has not moved past. This needs --mesh.
+    a generation a node has not moved past. This needs --mesh;
+  - with the mesh (--mesh or MUSTER_MESH), the reports of revoked
+    identities, which report refuses for good, except the newest one that
+    carries a node's recovery copy, which a host joining again under the
+    name still needs.
 
-Commits, reports, briefings and enrolment records are never removed.
-Prints one line per object removed ("would remove" with --dry-run).`,
+Commits, briefings, enrolment records and the other reports are never
+removed. Prints one line per object removed ("would remove" with
+--dry-run), with the rule and why.`,
 		Examples: `muster spool gc --dry-run
-muster spool gc --mesh ~/.config/muster/mesh --keep 10`,
+muster spool gc --mesh ~/.config/muster/mesh --keep 10
+# also retire the reports of decommissioned and re-enrolled hosts
+MUSTER_MESH=~/.config/muster/mesh muster spool gc`,
 		Global: []string{"spool", "mesh"},
 		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
 		Flags:  o.addFlags,
