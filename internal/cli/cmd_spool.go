@@ -29,7 +29,9 @@ func cmdSpool() *Command {
 		Short: "copy, check and clean a spool",
 		Long: `Work on the spool itself: copy objects between two spools (sneakernet,
 mirrors), check that every object is whole, and remove what no reader needs.
-None of these commands needs a key.`,
+sync and verify need no secret key; gc needs the mesh (--mesh or
+MUSTER_MESH) for --keep and to remove the reports of revoked identities,
+and repo add signs with the mesh's key.`,
 		Sub: []*Command{cmdSpoolSync(), cmdSpoolVerify(), cmdSpoolGC(), cmdSpoolRepo()},
 	}
 }
