@@ -111,6 +111,7 @@ type node struct {
 	Status string `json:"status"`
 	Report *struct {
 		Seq    uint64    `json:"seq,string"`
+		Start  time.Time `json:"start"`
 		End    time.Time `json:"end"`
 		Muster string    `json:"muster"`
 		Notes  []string  `json:"notes"`
