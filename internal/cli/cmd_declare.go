@@ -48,6 +48,11 @@ writes nothing. A file over 64 MiB or nested more than 64 levels deep is
 refused before it is parsed, and a node given more resources than its
 host's report could hold is refused, naming the node.
 
+A package the mesh's repository in the spool holds some version of
+(muster spool repo add) comes from it: an exact version the repository
+does not hold is refused at the package's file:line, naming the versions
+it has (muster spool repo list shows them). --check does not look.
+
 declare first admits pending join requests. It then resolves the desired
 state for every enrolled, eligible node, renders its templated files from its
 name, labels, vars and the facts of its newest briefing (a key a node lacks
@@ -157,7 +162,14 @@ func runDeclare(env *Env, o declareOptions, args []string) error {
 		// requests pending.
 		admit = previewAdmit
 	}
-	m, reg, briefs, err := openFleetWith(env, admit)
+	// The repository is checked before anyone is admitted: a refused
+	// declaration writes nothing.
+	m, reg, briefs, err := openFleetWith(env, func(env *Env, m *mesh.Mesh) (*enrol.Registry, error) {
+		if err := checkRepository(env, m, decl, args, f); err != nil {
+			return nil, err
+		}
+		return admit(env, m)
+	})
 	if err != nil {
 		return err
 	}
@@ -205,6 +217,23 @@ func parseDeclaration(env *Env, args []string) (*declaration.Declaration, []decl
 		return nil, problems, err
 	}
 	return decl, problems, nil
+}
+
+// checkRepository refuses exact package versions the mesh's repository in
+// the spool does not hold, for packages it holds some version of (see
+// declare.RepositoryProblems), as it refuses any other problem at a
+// declaration's entry.
+func checkRepository(env *Env, m *mesh.Mesh, decl *declaration.Declaration, args []string, f format) error {
+	problems, err := declare.RepositoryProblems(env.Ctx, m, decl)
+	if err != nil || len(problems) == 0 {
+		return err
+	}
+	if f == jsonFormat {
+		if err := writeJSON(env.Stdio.Out, checkDocument(args, problems)); err != nil {
+			return err
+		}
+	}
+	return fault.WithHint(reportProblems(env, problems), declare.RepositoryHint)
 }
 
 // checkJSON is the document of declare --check --json, and of declare

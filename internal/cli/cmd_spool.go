@@ -31,7 +31,8 @@ func cmdSpool() *Command {
 mirrors), check that every object is whole, and remove what no reader needs.
 sync and verify need no secret key; gc needs the mesh (--mesh or
 MUSTER_MESH) for --keep and to remove the reports of revoked identities,
-and repo add signs with the mesh's key.`,
+repo add signs with the mesh's key, and repo list reads the mesh to verify
+the repository's index.`,
 		Sub: []*Command{cmdSpoolSync(), cmdSpoolVerify(), cmdSpoolGC(), cmdSpoolRepo()},
 	}
 }

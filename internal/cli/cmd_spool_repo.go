@@ -18,7 +18,7 @@ func cmdSpoolRepo() *Command {
 their declarations, so an air-gapped site receives them with the same copy
 and an S3 spool needs no web server. Each host materializes the repository
 into its state directory and reads it with apt; see muster-upgrade(7).`,
-		Sub: []*Command{cmdSpoolRepoAdd()},
+		Sub: []*Command{cmdSpoolRepoAdd(), cmdSpoolRepoList()},
 	}
 }
 
@@ -128,5 +128,108 @@ func runSpoolRepoAdd(env *Env, o spoolRepoAddOptions, args []string) error {
 		fmt.Fprintf(env.Stdio.Out, "%-15s %s as %s\n", verb, p.Package, p.Object)
 	}
 	fmt.Fprintf(env.Stdio.Out, "repository index %d in spool %s\n", res.Index, m.Spool)
+	return nil
+}
+
+// repoListJSONVersion is the version of muster spool repo list --json.
+const repoListJSONVersion = 1
+
+type repoListJSON struct {
+	Version int    `json:"version"`
+	Spool   string `json:"spool"`
+	// Index is the newest index that verifies; 0 when there is none.
+	Index    uint64            `json:"index"`
+	Packages []repoListPackage `json:"packages"`
+}
+
+type repoListPackage struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Arch    string `json:"arch"`
+	Size    int64  `json:"size"`
+	SHA256  string `json:"sha256"`
+	Object  string `json:"object"`
+}
+
+// spoolRepoListOptions are the flags of muster spool repo list.
+type spoolRepoListOptions struct {
+	Output output
+}
+
+func (o *spoolRepoListOptions) addFlags(fs *pflag.FlagSet) {
+	o.Output.addFlags(fs, tableFlag, jsonFlag)
+}
+
+func cmdSpoolRepoList() *Command {
+	var o spoolRepoListOptions
+	return &Command{
+		Name:  "list",
+		Usage: "muster spool repo list [--table | --json]",
+		Short: "list the packages the mesh's repository in the spool holds",
+		Long: `List every package of the mesh's repository in the spool, as its newest
+index that verifies against the mesh key lists it: name, version and
+architecture, one line each, sorted by name, then by version and
+architecture as text.
+These are the versions a declaration may ask for of a package the
+repository holds (see muster-declare(1)). Indexes that do not verify are
+skipped with a warning. It reads the spool and changes nothing.
+
+--json prints {"version": 1, "spool", "index", "packages": [{"name",
+"version", "arch", "size", "sha256", "object"}]}; index is 0 and packages
+empty when the repository holds nothing.`,
+		Examples: `muster spool repo list
+muster spool repo list --json | jq -r '.packages[] | select(.name == "muster") | .version'`,
+		Global: []string{"mesh", "spool"},
+		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
+		Flags:  o.addFlags,
+		Run:    func(env *Env, args []string) error { return runSpoolRepoList(env, o, args) },
+	}
+}
+
+// runSpoolRepoList lists the packages the repository in the spool holds.
+func runSpoolRepoList(env *Env, o spoolRepoListOptions, args []string) error {
+	if err := needArgs(args, 0, 0, ""); err != nil {
+		return err
+	}
+	f, err := o.Output.chosen()
+	if err != nil {
+		return err
+	}
+	m, err := openMesh(env)
+	if err != nil {
+		return err
+	}
+	x, err := repo.ReadIndexes(env.Ctx, m.Spool, m.Verifier())
+	if err != nil {
+		return err
+	}
+	for _, s := range x.Skipped {
+		env.Warnf("%s", s)
+	}
+	doc := repoListJSON{Version: repoListJSONVersion, Spool: m.Spool.String(), Packages: []repoListPackage{}}
+	if ix := x.Newest; ix != nil {
+		doc.Index = ix.Seq
+		for _, p := range ix.Packages {
+			doc.Packages = append(doc.Packages, repoListPackage{Name: p.Name, Version: p.Version, Arch: p.Arch, Size: p.Size, SHA256: p.SHA256, Object: p.Object})
+		}
+	}
+	w := env.Stdio.Out
+	switch {
+	case f == jsonFormat:
+		return writeJSON(w, doc)
+	case len(doc.Packages) == 0:
+		fmt.Fprintf(env.Stdio.Err, "muster: the repository in spool %s holds no packages\n", m.Spool)
+		return nil
+	}
+	rows := make([][]string, len(doc.Packages))
+	for i, p := range doc.Packages {
+		rows[i] = []string{p.Name, p.Version, p.Arch}
+	}
+	if f == tableFormat {
+		return writeTable(w, []column{{title: "PACKAGE"}, {title: "VERSION"}, {title: "ARCH"}}, rows)
+	}
+	for _, line := range alignRows(rows) {
+		fmt.Fprintln(w, line)
+	}
 	return nil
 }

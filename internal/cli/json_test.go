@@ -38,6 +38,7 @@ var jsonForms = []struct {
 	{"spool sync", spoolJSONVersion, syncJSON{}},
 	{"spool verify", spoolJSONVersion, verifyJSON{}},
 	{"spool repo add", repoAddJSONVersion, repoAddJSON{}},
+	{"spool repo list", repoListJSONVersion, repoListJSON{}},
 }
 
 // TestJSONFormsDocumented: every command with --json is in jsonForms, and
@@ -122,6 +123,12 @@ func TestEveryJSONFormParses(t *testing.T) {
 	if os.Geteuid() == 0 {
 		repo := aptrepo.Build(t, filepath.Join(dir, "repo"), []aptrepo.Pkg{{Name: "muster-json-test", Version: "1.0-1"}})
 		docs["spool repo add"] = must(0, "", "spool", "repo", "add", "--json", repo.DebPath(aptrepo.Pkg{Name: "muster-json-test", Version: "1.0-1"}))
+		docs["spool repo list"] = must(0, "", "spool", "repo", "list", "--json")
+		var list repoListJSON
+		json.Unmarshal([]byte(docs["spool repo list"]), &list)
+		if list.Index != 1 || len(list.Packages) != 1 || list.Packages[0].Name != "muster-json-test" || list.Packages[0].Version != "1.0-1" || list.Packages[0].Arch != "all" {
+			t.Errorf("spool repo list --json: %+v", list)
+		}
 	}
 
 	for _, f := range jsonForms {

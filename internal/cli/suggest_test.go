@@ -16,7 +16,7 @@ func TestDidYouMean(t *testing.T) {
 		{[]string{"reprot"}, `unknown command "reprot"`, "did you mean report? see: muster help"},
 		{[]string{"rep"}, `unknown command "rep"`, "did you mean report? see: muster help"},
 		{[]string{"sync"}, `unknown command "sync"`, "did you mean spool sync? see: muster help"},
-		{[]string{"list"}, `unknown command "list"`, "did you mean brief list or enrol list? see: muster help"},
+		{[]string{"list"}, `unknown command "list"`, "did you mean brief list, enrol list or spool repo list? see: muster help"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`, "see: muster help"},
 		{[]string{"enrol", "lst"}, `unknown command "lst" for muster enrol`, "did you mean list? see: muster help enrol"},
 		{[]string{"spool", "verfy"}, `unknown command "verfy" for muster spool`, "did you mean verify? see: muster help spool"},

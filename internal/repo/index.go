@@ -228,3 +228,22 @@ func (p Package) check() error {
 	}
 	return nil
 }
+
+// Versions returns the versions the index holds of package name, each
+// once, in the index's order, and for each the architectures it has.
+func (ix *Index) Versions(name string) (versions []string, arches map[string][]string) {
+	arches = map[string][]string{}
+	if ix == nil {
+		return nil, arches
+	}
+	for _, p := range ix.Packages {
+		if p.Name != name {
+			continue
+		}
+		if _, ok := arches[p.Version]; !ok {
+			versions = append(versions, p.Version)
+		}
+		arches[p.Version] = append(arches[p.Version], p.Arch)
+	}
+	return versions, arches
+}
