@@ -65,3 +65,22 @@ type UnitState struct {
 	// Err: this unit could not be read.
 	Err error
 }
+
+// PackageFiles is a Packages backend that can tell, without installing
+// anything, what a package would install. A dry run asks it about the
+// packages the run would install, so that a service whose unit one of
+// them brings is shown as what the run would do, not as a unit not found.
+type PackageFiles interface {
+	// Files lists the absolute paths package name at version ("" for
+	// the candidate) would install; ok is false when that cannot be
+	// told without downloading the package.
+	Files(ctx context.Context, name, version string) (paths []string, ok bool, err error)
+}
+
+// VersionOrder is a Packages backend that orders versions by its package
+// manager's rules, so that a dry run can say upgrade or downgrade.
+type VersionOrder interface {
+	// CompareVersions returns -1, 0 or 1 as a is older than, the same
+	// as, or newer than b.
+	CompareVersions(ctx context.Context, a, b string) (int, error)
+}

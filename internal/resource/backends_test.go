@@ -32,6 +32,7 @@ type fakePackages struct {
 	calls []string
 	// onInstall runs at the start of Install.
 	onInstall func()
+	files     map[string][]string
 }
 
 func (f *fakePackages) Installed(_ context.Context, names []string) (map[string]string, error) {
@@ -88,6 +89,19 @@ func (f *fakePackages) Remove(_ context.Context, names []string) error {
 		delete(f.installed, n)
 	}
 	return nil
+}
+
+// Files says what a package holds: files maps "name version" to its
+// paths; a package it does not know cannot be told without a download.
+func (f *fakePackages) Files(_ context.Context, name, version string) ([]string, bool, error) {
+	f.calls = append(f.calls, "files "+name+" "+version)
+	paths, ok := f.files[name+" "+version]
+	return paths, ok, nil
+}
+
+// CompareVersions orders versions of one digit each.
+func (f *fakePackages) CompareVersions(_ context.Context, a, b string) (int, error) {
+	return strings.Compare(a, b), nil
 }
 
 type fakeServices struct {
@@ -180,7 +194,7 @@ func (f *fakeServices) record(call string) {
 }
 
 func newFakes() (*fakePackages, *fakeServices) {
-	return &fakePackages{installed: map[string]string{}, candidates: map[string]string{}, broken: map[string]bool{}},
+	return &fakePackages{installed: map[string]string{}, candidates: map[string]string{}, broken: map[string]bool{}, files: map[string][]string{}},
 		&fakeServices{canRun: true, enabled: map[string]bool{}, active: map[string]bool{}, dies: map[string]bool{}, stale: map[string]bool{}}
 }
 
@@ -446,7 +460,7 @@ func TestApplyDryRunBackends(t *testing.T) {
 		file("/etc/web.conf", "x"),
 	}
 	res := apply(t, &System{Root: root, Packages: pk, Services: sv, DryRun: true}, specs...)
-	if r := wantStatus(t, res, "package:new", outcome.Changed); r.Detail != "would install 2" {
+	if r := wantStatus(t, res, "package:new", outcome.Changed); r.Detail != "would install new 2" {
 		t.Errorf("detail %q", r.Detail)
 	}
 	wantStatus(t, res, "package:old", outcome.Removed)
@@ -461,6 +475,57 @@ func TestApplyDryRunBackends(t *testing.T) {
 	if len(sv.calls) != 0 || exists(root, "/etc/web.conf") {
 		t.Errorf("dry run changed something: %q", sv.calls)
 	}
+}
+
+// A dry run names the versions a package would go to, and a service
+// whose unit a package of the same run brings is what the run would do,
+// not a unit not found; a missing unit no package of the run brings still
+// fails.
+func TestApplyDryRunPackageBringsUnit(t *testing.T) {
+	root := newRoot(t)
+	pk, sv := newFakes()
+	pk.installed["up"] = "1"
+	pk.installed["down"] = "5"
+	pk.candidates["missing"] = "3"
+	pk.files["missing 3"] = []string{"/usr/bin/missingd", "/lib/systemd/system/missing.service"}
+	specs := []Spec{
+		{Kind: Package, Name: "missing"},
+		{Kind: Package, Name: "up", Version: "2"},
+		{Kind: Package, Name: "down", Version: "4"},
+		{Kind: Service, Name: "missing.service", Enabled: ptr(true), Running: ptr(true)},
+	}
+	res := apply(t, &System{Root: root, Packages: pk, Services: sv, DryRun: true}, specs...)
+	for id, want := range map[string]string{
+		"package:missing":         "would install missing 3",
+		"package:up":              "would upgrade up 1 → 2",
+		"package:down":            "would downgrade down 5 → 4",
+		"service:missing.service": "would enable and start missing.service (its unit comes with package missing 3, which this run installs)",
+	} {
+		if r := wantStatus(t, res, id, outcome.Changed); r.Detail != want {
+			t.Errorf("%s: detail %q, want %q", id, r.Detail, want)
+		}
+	}
+
+	// Files the backend cannot read without a download: it may.
+	delete(pk.files, "missing 3")
+	res = apply(t, &System{Root: root, Packages: pk, Services: sv, DryRun: true}, specs...)
+	if r := wantStatus(t, res, "service:missing.service", outcome.Changed); !strings.Contains(r.Detail, "if package missing 3, which this run installs, brings its unit") {
+		t.Errorf("detail %q", r.Detail)
+	}
+
+	// Known files without the unit: the missing unit fails the line.
+	pk.files["missing 3"] = []string{"/usr/bin/missingd"}
+	res = apply(t, &System{Root: root, Packages: pk, Services: sv, DryRun: true}, specs...)
+	if r := wantStatus(t, res, "service:missing.service", outcome.Failed); !strings.Contains(r.Detail, "No such file or directory") {
+		t.Errorf("detail %q", r.Detail)
+	}
+
+	// Installed already: nothing of the run brings it.
+	pk.installed["missing"] = "3"
+	pk.files["missing 3"] = []string{"/lib/systemd/system/missing.service"}
+	res = apply(t, &System{Root: root, Packages: pk, Services: sv, DryRun: true}, specs...)
+	wantStatus(t, res, "service:missing.service", outcome.Failed)
+	wantStatus(t, res, "package:missing", outcome.OK)
 }
 
 func TestRemoveOrphanPackagesWithPrune(t *testing.T) {

@@ -3,6 +3,9 @@ package resource
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/muster-tool/muster/internal/outcome"
 )
 
 var errNoPackages = errors.New("no package backend on this host")
@@ -182,7 +185,12 @@ func (r *run) observePackages() {
 	}
 	if r.s.DryRun {
 		r.candidates(items)
+		// A dry run names the version an install would pick; a package
+		// no repository offers would fail the install, and fails here.
 		for _, it := range items {
+			if it.fatal == nil && it.obs.err == nil && !it.absent && !it.obs.st.Exists && wantVersion(it) == "" {
+				it.candidate, it.fatal = r.s.Packages.Candidate(r.ctx, it.spec.Name)
+			}
 			if it.fatal != nil {
 				it.obs.err = it.fatal
 			}
@@ -190,16 +198,109 @@ func (r *run) observePackages() {
 	}
 }
 
-func packageDryPlan(it *item) ([]string, bool, error) {
-	st := &it.obs.st
-	switch want := wantVersion(it); {
+// installVersion is the version a dry run says the package would be
+// installed at: the declared one, else the candidate.
+func installVersion(it *item) string {
+	if v := wantVersion(it); v != "" {
+		return v
+	}
+	return it.candidate
+}
+
+// packageDryPlan says what changePackages would do, naming the package
+// and the versions: install, upgrade or downgrade (when the backend can
+// order versions), remove.
+func (r *run) packageDryPlan(it *item) ([]string, bool, error) {
+	st, name := &it.obs.st, it.spec.Name
+	switch want := installVersion(it); {
 	case it.absent:
-		return []string{"remove " + st.Version}, true, nil
+		return []string{fmt.Sprintf("remove %s %s", name, st.Version)}, true, nil
 	case !st.Exists:
-		return []string{"install " + orAny(want)}, false, nil
+		return []string{fmt.Sprintf("install %s %s", name, orAny(want))}, false, nil
 	default:
+		if vo, ok := r.s.Packages.(VersionOrder); ok {
+			if c, err := vo.CompareVersions(r.ctx, st.Version, want); err == nil && c != 0 {
+				return []string{fmt.Sprintf("%s %s %s → %s", pick(c < 0, "upgrade", "downgrade"), name, st.Version, want)}, false, nil
+			}
+		}
 		return []string{fmt.Sprintf("version %s → %s", st.Version, want)}, false, nil
 	}
+}
+
+// unitDirs are where packages put systemd unit files.
+var unitDirs = []string{"/lib/systemd/system/", "/usr/lib/systemd/system/", "/etc/systemd/system/"}
+
+// unitFromPackage says, in a dry run, which package this run would install
+// that brings the unit file of service it: a unit that does not exist yet
+// because its package is not installed yet is what the run would do, not
+// a failure. sure is false when a package's files could not be read (only
+// a download could tell); found is false when no package this run
+// installs is known to bring it, or might.
+func (r *run) unitFromPackage(it *item) (pkg string, sure, found bool) {
+	pf, ok := r.s.Packages.(PackageFiles)
+	if !ok {
+		return "", false, false
+	}
+	unit := UnitName(it.spec.Name)
+	var maybe []string
+	for _, p := range r.items {
+		if p.spec.Kind != Package || p.err != nil || p.obs.err != nil || p.absent || len(packageMismatch(p, &p.obs.st)) == 0 {
+			continue
+		}
+		v := installVersion(p)
+		named := p.spec.Name + " " + orAny(v)
+		paths, ok, err := pf.Files(r.ctx, p.spec.Name, v)
+		switch {
+		case err != nil:
+			continue
+		case !ok:
+			// Only a package new to the host is taken to bring a unit
+			// that is not there: an upgrade rarely adds one.
+			if !p.obs.st.Exists {
+				maybe = append(maybe, named)
+			}
+			continue
+		}
+		for _, f := range paths {
+			for _, d := range unitDirs {
+				if f == d+unit {
+					return named, true, true
+				}
+			}
+		}
+	}
+	if len(maybe) > 0 {
+		return strings.Join(maybe, " or "), false, true
+	}
+	return "", false, false
+}
+
+// serviceFromPackageResult is a dry run's line for a service whose unit
+// a package of the same run brings (unitFromPackage): what the run would
+// do once the package installed it.
+func (r *run) serviceFromPackageResult(it *item, pkg string, sure bool) Result {
+	s, svc := it.spec, r.s.Services
+	unit := UnitName(s.Name)
+	var verbs []string
+	if s.Enabled != nil {
+		verbs = append(verbs, pick(*s.Enabled, "enable", "disable"))
+	}
+	if s.Running != nil && svc != nil && svc.CanRun() {
+		verbs = append(verbs, pick(*s.Running, "start", "stop"))
+	}
+	if len(verbs) == 0 {
+		verbs = []string{"read back"}
+	}
+	d := "would " + strings.Join(verbs, " and ") + " " + unit
+	if sure {
+		d += fmt.Sprintf(" (its unit comes with package %s, which this run installs)", pkg)
+	} else {
+		d += fmt.Sprintf(" if package %s, which this run installs, brings its unit (what a package holds cannot be told here without downloading it; the unit is not there now)", pkg)
+	}
+	if s.Running != nil && (svc == nil || !svc.CanRun()) && !r.live && s.Enabled != nil {
+		d += "; " + notManagedNote
+	}
+	return Result{ID: s.ID(), Status: outcome.Changed, Detail: d}
 }
 
 // prunePackages removes orphaned packages in one Remove call, when asked.

@@ -50,6 +50,9 @@
 // found. System.DryRun observes and plans without touching anything: a line
 // is ok when the resource already matches, changed (or removed) with a
 // "would ..." detail when it would change, failed when applying would fail.
+// A package line names the version it would go to; a service whose unit
+// does not exist yet is planned, not failed, when a package the same run
+// installs brings the unit (PackageFiles; see unitFromPackage).
 //
 // Services: enablement is always managed. Whether a unit runs is managed only
 // where Services.CanRun: on the live system ("/") a spec declaring running
@@ -714,6 +717,12 @@ func (r *run) dryResults() []Result {
 				restart[it.spec.Path] = true
 				continue
 			}
+			if it.spec.Kind == Service {
+				if pkg, sure, ok := r.unitFromPackage(it); ok {
+					out[i] = r.serviceFromPackageResult(it, pkg, sure)
+					continue
+				}
+			}
 			out[i].Detail = it.obs.err.Error()
 			continue
 		}
@@ -795,7 +804,7 @@ func would(what []string) string {
 func (r *run) dryPlan(it *item) ([]string, bool, error) {
 	switch it.spec.Kind {
 	case Package:
-		return packageDryPlan(it)
+		return r.packageDryPlan(it)
 	case User, Group:
 		what, removes := r.accountDryPlan(it)
 		return what, removes, nil

@@ -21,12 +21,16 @@
 package debian
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/url"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -445,4 +449,133 @@ func PrepareRoot(root string) error {
 		}
 	}
 	return nil
+}
+
+// Files lists the paths package name at version ("" for the candidate)
+// would install, without installing or downloading anything: apt says
+// where the package file is (apt-get install --print-uris), and when that
+// is a file on this machine (a file: source, such as the mesh's
+// repository, or apt's own download cache) its data member is read with
+// dpkg-deb. ok is false when only a download could tell. Package lists
+// are updated first as for Candidate.
+func (a *Apt) Files(ctx context.Context, name, version string) ([]string, bool, error) {
+	if err := checkName(name); err != nil {
+		return nil, false, err
+	}
+	item := name
+	if version != "" {
+		if err := checkVersion(name, version); err != nil {
+			return nil, false, err
+		}
+		item += "=" + version
+	}
+	a.mu.Lock()
+	err := a.updateOnce(ctx)
+	var out []byte
+	if err == nil {
+		out, err = a.run(ctx, "apt-get", "install", "-qq", "--print-uris", "--no-install-recommends", item)
+	}
+	a.mu.Unlock()
+	if err != nil {
+		return nil, false, fmt.Errorf("find package %s%s: %w", item, a.under(), err)
+	}
+	deb, ok := localDeb(out, name)
+	if !ok {
+		return nil, false, nil
+	}
+	paths, err := debPaths(ctx, deb)
+	if err != nil {
+		return nil, false, fmt.Errorf("package %s%s: %w", item, a.under(), err)
+	}
+	return paths, true, nil
+}
+
+// localDeb finds package name's file among the URIs apt-get --print-uris
+// printed ('URI' FILE SIZE HASH per line), if it is on this machine.
+func localDeb(out []byte, name string) (string, bool) {
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || !strings.HasPrefix(f[1], name+"_") {
+			continue
+		}
+		uri := strings.Trim(f[0], "'")
+		p, ok := strings.CutPrefix(uri, "file:")
+		if !ok {
+			return "", false
+		}
+		p = "/" + strings.TrimLeft(p, "/")
+		if u, err := url.PathUnescape(p); err == nil {
+			p = u
+		}
+		return filepath.Clean(p), true
+	}
+	return "", false
+}
+
+// debPaths lists the paths a .deb file installs, from its data member as
+// dpkg-deb extracts it.
+func debPaths(ctx context.Context, deb string) ([]string, error) {
+	cmd := exec.CommandContext(ctx, "dpkg-deb", "--fsys-tarfile", deb)
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("run dpkg-deb: %w", err)
+	}
+	var paths []string
+	tr := tar.NewReader(out)
+	var terr error
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			if err != io.EOF {
+				terr = err
+			}
+			break
+		}
+		p := path.Clean("/" + strings.TrimPrefix(h.Name, "./"))
+		if p != "/" {
+			paths = append(paths, p)
+		}
+	}
+	io.Copy(io.Discard, out)
+	if err := cmd.Wait(); err != nil {
+		return nil, fmt.Errorf("dpkg-deb --fsys-tarfile %s: %s", deb, strings.TrimSpace(stderr.String()+" "+err.Error()))
+	}
+	if terr != nil {
+		return nil, fmt.Errorf("read %s: %w", deb, terr)
+	}
+	return paths, nil
+}
+
+// CompareVersions orders two Debian versions as dpkg does (dpkg
+// --compare-versions): -1 when a is older than b, 0 when equal, 1 when
+// newer.
+func (a *Apt) CompareVersions(ctx context.Context, x, y string) (int, error) {
+	for _, v := range []string{x, y} {
+		if v == "" {
+			return 0, errors.New("compare versions: empty version")
+		}
+		if err := checkVersion("", v); err != nil {
+			return 0, err
+		}
+	}
+	for _, c := range []struct {
+		op   string
+		want int
+	}{{"lt", -1}, {"gt", 1}} {
+		err := exec.CommandContext(ctx, "dpkg", "--compare-versions", x, c.op, y).Run()
+		if err == nil {
+			return c.want, nil
+		}
+		var exitErr *exec.ExitError
+		if !errors.As(err, &exitErr) || exitErr.ExitCode() != 1 {
+			return 0, fmt.Errorf("dpkg --compare-versions %s %s %s: %w", x, c.op, y, err)
+		}
+	}
+	return 0, nil
 }

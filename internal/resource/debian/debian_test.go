@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -257,5 +258,60 @@ func TestLockHeldIsTemporary(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "Could not get lock") {
 		t.Errorf("error %q lacks apt's message", err)
+	}
+}
+
+// Files reads what a package from a file: source would install, without
+// installing or downloading it, as a dry run needs to know a unit's
+// package.
+func TestFilesWithoutInstalling(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	unit := aptrepo.Pkg{Name: hello, Version: "1.0", Files: map[string]string{"/lib/systemd/system/" + hello + ".service": "[Service]\nExecStart=/bin/true\n"}}
+	repo := aptrepo.Build(t, t.TempDir(), []aptrepo.Pkg{unit, helloPkg("2.0")})
+	root := scratchRoot(t)
+	a := New(root, Options{Config: repo.Options, Update: true})
+	for _, tc := range []struct {
+		version, want string
+	}{
+		{"1.0", "/lib/systemd/system/" + hello + ".service"},
+		{"", "/usr/share/" + hello + "/greeting"}, // the candidate, 2.0
+	} {
+		paths, ok, err := a.Files(ctx, hello, tc.version)
+		if err != nil || !ok {
+			t.Fatalf("Files(%q) = %v, %v, %v", tc.version, paths, ok, err)
+		}
+		if !slices.Contains(paths, tc.want) {
+			t.Errorf("Files(%q) = %q, want it to hold %s", tc.version, paths, tc.want)
+		}
+	}
+	if v := installedVersion(t, a); v != "" {
+		t.Errorf("Files installed version %s", v)
+	}
+	if _, err := os.Stat(filepath.Join(root, "lib/systemd/system", hello+".service")); err == nil {
+		t.Error("Files put the unit under the root")
+	}
+	if _, _, err := a.Files(ctx, hello, "9.9"); err == nil {
+		t.Error("Files of a version no repository has: no error")
+	}
+}
+
+// Versions are ordered by dpkg's rules, epochs and tildes included.
+func TestCompareVersions(t *testing.T) {
+	a := New(t.TempDir(), Options{})
+	for _, tc := range []struct {
+		x, y string
+		want int
+	}{
+		{"1.0", "1.0.1", -1},
+		{"1.0~rc1", "1.0", -1},
+		{"1:0.1", "2.0", 1},
+		{"1.0-1", "1.0-1", 0},
+		{"1.10", "1.9", 1},
+	} {
+		got, err := a.CompareVersions(context.Background(), tc.x, tc.y)
+		if err != nil || got != tc.want {
+			t.Errorf("CompareVersions(%s, %s) = %d, %v; want %d", tc.x, tc.y, got, err, tc.want)
+		}
 	}
 }
