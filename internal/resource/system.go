@@ -662,6 +662,10 @@ func (r *run) result(it *item) Result {
 	}
 	res.Status = outcome.OK
 	it.verified = true
+	if it.spec.Kind == Package && it.created && wantVersion(it) == "" {
+		// Installed at the repository's version: the read-back names it.
+		it.what = []string{"installed " + it.obs.st.Version}
+	}
 	switch {
 	case it.removed:
 		res.Status = outcome.Removed
