@@ -56,6 +56,7 @@
 //	enrol/label/<nodeid>/<seq>            a change of a node's labels (enrol label); sealed to the mesh
 //	brief/<nodeid>/<seq>                  a node's briefings; sealed to the mesh
 //	decl/<generation>/<runid>/<nodeid>    a node's declaration from one declare run; sealed to that node
+//	decl/<generation>/<runid>/mesh        the settings of every resource that run declared; sealed to the mesh
 //	manifest/<generation>/<runid>         what one declare run wrote; sealed to the mesh
 //	commit/<generation>                   the commit of a generation, naming its run id; signed, public
 //	report/<nodeid>/<generation>-<seq>    a node's reports; sealed to the mesh

@@ -216,6 +216,13 @@ func DeclName(gen uint64, runID, nodeID string) string {
 	return DeclPrefix + GenerationName(gen) + "/" + runID + "/" + nodeID
 }
 
+// SettingsName names the settings document of generation gen written by
+// declare run runID: every resource the run declared, for the mesh alone
+// (a node id is hex, so "mesh" is never one).
+func SettingsName(gen uint64, runID string) string {
+	return DeclPrefix + GenerationName(gen) + "/" + runID + "/mesh"
+}
+
 // CommitName names the commit of generation gen.
 func CommitName(gen uint64) string { return CommitPrefix + GenerationName(gen) }
 

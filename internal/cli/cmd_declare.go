@@ -29,7 +29,7 @@ type declareOptions struct {
 
 func (o *declareOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Check, "check", false, "validate only; needs no mesh and writes nothing")
-	fs.BoolVar(&o.DryRun, "dry-run", false, "show per node what would change against the previous generation; write nothing")
+	fs.BoolVar(&o.DryRun, "dry-run", false, "show per node what would change against the previous generation, old and new values and diffs of text; write nothing")
 	o.Output.addFlags(fs, formatFlag{jsonFormat, "print the result as versioned JSON"})
 	fs.StringVar(&o.ValidFor, "valid-for", "", "sign an expiry into the commit: hosts report the generation expired this long after it is declared (such as 36h or 7d)")
 	o.waveOptions.addFlags(fs)
@@ -98,8 +98,10 @@ expires. A declare with --valid-for always commits, renewing the expiry.
 Declaring an unchanged source (the same resources for the same node
 identities, the same ineligible and unmatched nodes, and no expiry)
 writes nothing and says 'declaration unchanged: generation N stands'. --dry-run writes nothing at
-all, so it does not admit pending join requests. Content marked secret never
-appears in any output.`,
+all, so it does not admit pending join requests; for each changed resource
+it shows the old and new value of each setting that changes and a unified
+diff of changed text. Content marked secret never appears in any output: a
+changed secret shows as 'content changed (secret, not shown)'.`,
 		Examples: `muster declare --check site.toml
 muster declare --dry-run site.toml
 muster declare site.toml roles/*.toml
@@ -317,6 +319,7 @@ func printDeclare(w io.Writer, r *declare.Result) {
 	}
 	if r.DryRun && !r.Unchanged {
 		same := 0
+		shown := map[string]string{} // change key → the node it was shown for
 		for _, n := range r.Nodes {
 			if n.Same() {
 				same++
@@ -329,8 +332,21 @@ func printDeclare(w io.Writer, r *declare.Result) {
 			for _, id := range n.Added {
 				fmt.Fprintf(w, "    + %s\n", id)
 			}
+			changes := make(map[string]declare.ResourceChange, len(n.Changes))
+			for _, c := range n.Changes {
+				changes[c.ID] = c
+			}
 			for _, id := range n.Changed {
+				c, ok := changes[id]
+				if first, seen := shown[c.Key]; ok && seen {
+					fmt.Fprintf(w, "    ~ %s (as for %s)\n", id, first)
+					continue
+				}
 				fmt.Fprintf(w, "    ~ %s\n", id)
+				if ok {
+					shown[c.Key] = n.Name
+					printChange(w, c)
+				}
 			}
 			for _, id := range n.Removed {
 				fmt.Fprintf(w, "    - %s\n", id)
@@ -352,6 +368,26 @@ func printDeclare(w io.Writer, r *declare.Result) {
 	for _, u := range r.Unsealable {
 		fmt.Fprintf(w, "unsealable: %s (identity %s): %s\n", u.Name, u.NodeID, u.Reason)
 	}
+}
+
+// printChange shows how one resource changes in a dry run: each setting's
+// old and new value, and the content's unified diff or a note for secret
+// and binary content, indented under the resource's line.
+func printChange(w io.Writer, c declare.ResourceChange) {
+	const indent = "        "
+	if c.Note != "" {
+		fmt.Fprintf(w, "%s(%s)\n", indent, c.Note)
+	}
+	for _, s := range c.Settings {
+		fmt.Fprintf(w, "%s%s: %s → %s\n", indent, s.Name, s.Old, s.New)
+	}
+	if c.Content == "" {
+		return
+	}
+	for _, line := range strings.SplitAfter(strings.TrimSuffix(c.Content, "\n"), "\n") {
+		fmt.Fprintf(w, "%s%s", indent, line)
+	}
+	fmt.Fprintln(w)
 }
 
 // recoveryCopies gives declare the newest recovery copy per node, read

@@ -67,6 +67,9 @@ type NodeChange struct {
 	Added          []string `json:"added"`
 	Changed        []string `json:"changed"`
 	Removed        []string `json:"removed"`
+	// Changes says, in a dry run, how each changed resource changes, in
+	// the order of Changed.
+	Changes []ResourceChange `json:"changes"`
 }
 
 // Same reports whether the node gets exactly what it had.
@@ -190,6 +193,9 @@ func Declare(ctx context.Context, m *mesh.Mesh, reg *enrol.Registry, briefs map[
 			res.ExpiresAt = &t
 		}
 		if o.DryRun {
+			if err := p.explain(ctx, m, res, res.Generation); err != nil {
+				return nil, err
+			}
 			return res, nil
 		}
 		c, err := p.write(ctx, m, res.Generation, prev, o)

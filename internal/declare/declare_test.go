@@ -108,6 +108,7 @@ func TestDeclareCommitsOneBundlePerNode(t *testing.T) {
 		spool.CommitName(1),
 		spool.DeclName(1, c.Run, f.reg.Enrolled("web-1").NodeID),
 		spool.DeclName(1, c.Run, f.reg.Enrolled("web-2").NodeID),
+		spool.SettingsName(1, c.Run),
 		spool.ManifestName(1, c.Run),
 		spool.MeshKeysName,
 	}
@@ -223,7 +224,7 @@ func TestIneligibleAndUnmatchedNodesGetNothing(t *testing.T) {
 	if !slices.Equal(res.Unmatched, []string{"db-1"}) {
 		t.Errorf("unmatched = %v, want [db-1]", res.Unmatched)
 	}
-	decls := withPrefix(f.objects(), spool.DeclPrefix)
+	decls := nodeBundles(f.objects(), spool.DeclPrefix)
 	if len(decls) != 1 || !strings.HasSuffix(decls[0], f.reg.Enrolled("web-1").NodeID) {
 		t.Errorf("bundles written: %v, want web-1's only", decls)
 	}
@@ -360,8 +361,21 @@ func TestDryRunShowsChangesAndWritesNothing(t *testing.T) {
 		{Name: "web-3", NodeID: f.reg.Enrolled("web-3").NodeID, Resources: 3,
 			Added: []string{"directory:/srv/www", "file:/etc/motd", "package:curl"}},
 	}
+	changes := takeChanges(res.Nodes)
 	if !reflect.DeepEqual(res.Nodes, want) {
 		t.Errorf("changes =\n%+v\nwant\n%+v", res.Nodes, want)
+	}
+	// How motd changes, shown as a diff of its old and new text, the same
+	// change for both nodes.
+	wantDiff := "--- file:/etc/motd (generation 1)\n+++ file:/etc/motd (generation 2)\n@@ -1 +1 @@\n-managed by muster\n+managed by muster, changed\n"
+	for _, n := range []string{"web-1", "web-2"} {
+		c := changes[n]
+		if len(c) != 1 || c[0].ID != "file:/etc/motd" || len(c[0].Settings) != 0 || c[0].Content != wantDiff || c[0].Note != "" {
+			t.Errorf("%s: changes %+v, want motd's diff %q", n, c, wantDiff)
+		}
+	}
+	if changes["web-1"][0].Key != changes["web-2"][0].Key {
+		t.Error("one change has two keys")
 	}
 	// A dry run of what stands says so.
 	res = f.mustDeclare(f.parse(webSite+"\n[role.other]\nnodes = [\"web-3\"]\n", nil), Options{DryRun: true})

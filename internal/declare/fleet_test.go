@@ -43,8 +43,9 @@ func TestDeclareFleetRequestsOnS3(t *testing.T) {
 			t.Fatalf("declared %d nodes, want %d", len(res.Nodes), nodes)
 		}
 		// The listing of commits, and the previous generation's commit
-		// and manifest (GETs) after the first.
-		want := map[string]int{s3server.KindList: 1, s3server.KindPut: nodes + 2, s3server.KindHead: 1}
+		// and manifest (GETs) after the first. A bundle per node, the
+		// settings, the manifest and the commit (PUTs).
+		want := map[string]int{s3server.KindList: 1, s3server.KindPut: nodes + 3, s3server.KindHead: 1}
 		got := px.Count()
 		if salt == 1 {
 			want[s3server.KindGet] = got[s3server.KindGet]

@@ -208,3 +208,26 @@ func withPrefix(names []string, prefix string) []string {
 	}
 	return out
 }
+
+// nodeBundles lists the nodes' declaration bundles among names under
+// prefix: the decl/ objects but for each run's settings document.
+func nodeBundles(names []string, prefix string) []string {
+	var out []string
+	for _, n := range withPrefix(names, prefix) {
+		if !strings.HasSuffix(n, "/mesh") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// takeChanges removes the dry run's explanations from nodes, for tests
+// that compare the rest, and returns them by node name.
+func takeChanges(nodes []NodeChange) map[string][]ResourceChange {
+	out := map[string][]ResourceChange{}
+	for i := range nodes {
+		out[nodes[i].Name] = nodes[i].Changes
+		nodes[i].Changes = nil
+	}
+	return out
+}

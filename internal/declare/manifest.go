@@ -126,6 +126,11 @@ type oldManifest struct {
 	// generations they kept (rollout.go).
 	held   map[string]generation.ManifestHeld
 	keptOn map[uint64]*oldManifest
+	// settings are the generation's settings by resource ID and digest,
+	// read once by a dry run (settings.go).
+	settings     map[string]*generation.SettingsResource
+	settingsErr  error
+	settingsRead bool
 }
 
 func readOld(gen uint64, m *generation.Manifest) (*oldManifest, error) {

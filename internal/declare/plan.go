@@ -40,6 +40,9 @@ type plan struct {
 	// of it; held are the nodes it leaves out (rollout.go).
 	wave string
 	held []heldNode // sorted by name
+	// sources are where compare found each changed node's old
+	// resources, by name, for a dry run's explain.
+	sources map[string]changeSource
 }
 
 type nodePlan struct {
@@ -569,6 +572,7 @@ func specDigest(buf *bytes.Buffer, enc *json.Encoder, s *resource.Spec) string {
 func (p *plan) compare(prevGen uint64, prev *generation.Manifest, kept map[uint64]*generation.Manifest) (*Result, error) {
 	res := &Result{Previous: prevGen, Nodes: make([]NodeChange, 0, len(p.nodes)),
 		Ineligible: p.ineligible, Unmatched: p.unmatched, Unsealable: p.unsealable, Warnings: p.warnings, Wave: p.wave}
+	p.sources = map[string]changeSource{}
 	var old *oldManifest
 	if prev != nil {
 		var err error
@@ -608,6 +612,9 @@ func (p *plan) compare(prevGen uint64, prev *generation.Manifest, kept map[uint6
 				return nil, err
 			}
 			nc.Added, nc.Changed, nc.Removed = diff(before, np.entries)
+			if len(nc.Changed) > 0 {
+				p.sources[np.id.Name] = changeSource{from: from, on: on}
+			}
 		}
 		if on != nil && on.NodeID != np.id.NodeID {
 			nc.PreviousNodeID = on.NodeID

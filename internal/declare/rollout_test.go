@@ -48,7 +48,7 @@ func TestCanaryThenPromote(t *testing.T) {
 	}
 	// Only the canary has a bundle: the held nodes' hosts keep applying
 	// generation 1, the newest with a bundle for them.
-	if got := withPrefix(f.objects(), spool.DeclPrefix+"00000000000000000002/"); len(got) != 1 || !strings.HasSuffix(got[0], f.reg.Enrolled("web-1").NodeID) {
+	if got := nodeBundles(f.objects(), spool.DeclPrefix+"00000000000000000002/"); len(got) != 1 || !strings.HasSuffix(got[0], f.reg.Enrolled("web-1").NodeID) {
 		t.Errorf("generation 2's bundles: %q", got)
 	}
 	man, err := ReadManifest(f.ctx, f.m, 2)

@@ -113,10 +113,17 @@ func TestDryRunShowsTemplatedChangesPerNode(t *testing.T) {
 		{Name: "web-1", NodeID: f.reg.Enrolled("web-1").NodeID, Resources: 4, Changed: []string{"file:/etc/token"}},
 		{Name: "web-2", NodeID: f.reg.Enrolled("web-2").NodeID, Resources: 4, Changed: []string{"file:/etc/app.conf"}},
 	}
+	out, _ := json.Marshal(res)
+	changes := takeChanges(res.Nodes)
 	if !reflect.DeepEqual(res.Nodes, want) {
 		t.Errorf("changes =\n%+v\nwant\n%+v", res.Nodes, want)
 	}
-	out, _ := json.Marshal(res)
+	if c := changes["web-1"]; len(c) != 1 || c[0].Content != "content changed (secret, not shown)" {
+		t.Errorf("web-1's secret: %+v", c)
+	}
+	if c := changes["web-2"]; len(c) != 1 || !strings.Contains(c[0].Content, "\n-host web-2.example.org\n+host web-2.example.net\n") {
+		t.Errorf("web-2's rendering: %+v", c)
+	}
 	if strings.Contains(string(out), "TOKEN-OF") {
 		t.Errorf("the result shows a secret's rendering: %s", out)
 	}

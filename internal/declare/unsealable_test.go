@@ -82,7 +82,7 @@ func TestNodeThatCannotBeSealedToIsNamedAndTheOthersCommit(t *testing.T) {
 	for _, n := range []string{"web-1", "web-2"} {
 		f.mustOpen(n, 1)
 	}
-	decls := withPrefix(f.objects(), spool.DeclPrefix)
+	decls := nodeBundles(f.objects(), spool.DeclPrefix)
 	if len(decls) != 2 || slices.ContainsFunc(decls, func(s string) bool { return strings.HasSuffix(s, badID) }) {
 		t.Errorf("bundles written: %v, want web-1's and web-2's", decls)
 	}

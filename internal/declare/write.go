@@ -34,7 +34,7 @@ func (p *plan) write(ctx context.Context, m *mesh.Mesh, gen uint64, prev *genera
 	// A node whose bundle cannot be sealed gets nothing and is listed
 	// with the reason; the others still get the generation.
 	unsealable := make([]string, len(p.nodes))
-	sealer := bundle.NewSealer(len(p.nodes) + 1) // and the manifest
+	sealer := bundle.NewSealer(len(p.nodes) + 2) // and the settings and manifest
 	err := pipeline(ctx, len(p.nodes), func(i int) (string, []byte, error) {
 		np := &p.nodes[i]
 		rcpt, err := np.id.Host.Recipient()
@@ -63,7 +63,14 @@ func (p *plan) write(ctx context.Context, m *mesh.Mesh, gen uint64, prev *genera
 		return nil, fmt.Errorf("write the declarations of generation %d: %w (nothing was committed)", gen, err)
 	}
 	p.drop(unsealable)
-	data, err := sealer.SealTOML(p.manifest(gen, run, now), generation.ManifestCtx(gen, run), m.Pair.Sign, m.Pair.Age.Recipient())
+	data, err := sealer.SealTOML(p.settings(gen, run), generation.SettingsCtx(gen, run), m.Pair.Sign, m.Pair.Age.Recipient())
+	if err != nil {
+		return nil, err
+	}
+	if err := spool.PutNew(ctx, m.Spool, spool.SettingsName(gen, run), data); err != nil {
+		return nil, fmt.Errorf("write the settings of generation %d: %w (nothing was committed)", gen, err)
+	}
+	data, err = sealer.SealTOML(p.manifest(gen, run, now), generation.ManifestCtx(gen, run), m.Pair.Sign, m.Pair.Age.Recipient())
 	if err != nil {
 		return nil, err
 	}

@@ -168,6 +168,33 @@ type ManifestNode struct {
 	Resources map[string]string `toml:"resources,omitempty"`
 }
 
+// SettingsVersion is the version of the Settings document.
+const SettingsVersion = 1
+
+// Settings records, for the mesh only, the settings of every resource a
+// declare run assigned, so that the next declare's dry run can show old
+// and new values: Resources is in the order of the manifest's Resources,
+// one for one. Secret content is never in it, only its digest; gc removes
+// it with the generation's declarations (spool.SettingsName).
+type Settings struct {
+	Version    int                `toml:"version"`
+	Generation uint64             `toml:"generation"`
+	Run        string             `toml:"run"`
+	Resources  []SettingsResource `toml:"resource"`
+}
+
+// SettingsResource is one resource as declared; a secret's Content is
+// empty and ContentSHA256 is the digest of its bytes.
+type SettingsResource struct {
+	resource.Spec
+	ContentSHA256 string `toml:"content_sha256,omitempty"`
+}
+
+// SettingsCtx binds a settings document to its name.
+func SettingsCtx(gen uint64, run string) bundle.Context {
+	return bundle.Context{Kind: "settings", Name: spool.SettingsName(gen, run)}
+}
+
 // CommitCtx, DeclCtx and ManifestCtx bind the documents to their names.
 func CommitCtx(gen uint64) bundle.Context {
 	return bundle.Context{Kind: "commit", Name: spool.CommitName(gen)}
