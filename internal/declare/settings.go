@@ -1,6 +1,7 @@
 package declare
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/BurntSushi/toml"
 	udiff "github.com/aymanbagabas/go-udiff"
 
 	"github.com/muster-tool/muster/internal/bundle"
@@ -53,20 +55,30 @@ type SettingChange struct {
 // maxDiff bounds the text a content diff is made of, per side.
 const maxDiff = 1 << 20
 
-// settings builds the settings document of generation gen, written by
-// run: the manifest's table, with secret content replaced by its digest.
-func (p *plan) settings(gen uint64, run string) *generation.Settings {
-	doc := &generation.Settings{Version: generation.SettingsVersion, Generation: gen, Run: run,
-		Resources: make([]generation.SettingsResource, len(p.table))}
-	for i, e := range p.table {
-		r := generation.SettingsResource{Spec: e.spec}
-		if r.Secret {
-			r.ContentSHA256 = contentDigest(&e.spec)
-			r.Content = ""
+// encodeSettings writes the settings document of generation gen, written
+// by run (generation.Settings): the manifest's table, each resource in
+// the TOML its entry already has, as the nodes' declarations are written,
+// but a secret's, whose content is replaced by its digest.
+func (p *plan) encodeSettings(buf *bytes.Buffer, gen uint64, run string) error {
+	fmt.Fprintf(buf, "version = %d\ngeneration = %d\n", generation.SettingsVersion, gen)
+	writeKey(buf, "run", run)
+	var one [1]generation.SettingsResource
+	enc := toml.NewEncoder(buf)
+	for _, e := range p.table {
+		buf.WriteByte('\n')
+		if !e.spec.Secret {
+			buf.Write(e.toml)
+			continue
 		}
-		doc.Resources[i] = r
+		one[0] = generation.SettingsResource{Spec: e.spec, ContentSHA256: contentDigest(&e.spec)}
+		one[0].Content = ""
+		if err := enc.Encode(struct {
+			Resources []generation.SettingsResource `toml:"resource"`
+		}{one[:]}); err != nil {
+			return fmt.Errorf("resource %s: encoding its settings as TOML: %w", e.id, err)
+		}
 	}
-	return doc
+	return nil
 }
 
 // contentDigest is the SHA-256 of a file's content as bytes.

@@ -63,7 +63,11 @@ func (p *plan) write(ctx context.Context, m *mesh.Mesh, gen uint64, prev *genera
 		return nil, fmt.Errorf("write the declarations of generation %d: %w (nothing was committed)", gen, err)
 	}
 	p.drop(unsealable)
-	data, err := sealer.SealTOML(p.settings(gen, run), generation.SettingsCtx(gen, run), m.Pair.Sign, m.Pair.Age.Recipient())
+	var settings bytes.Buffer
+	if err := p.encodeSettings(&settings, gen, run); err != nil {
+		return nil, err
+	}
+	data, err := sealer.Seal(settings.Bytes(), generation.SettingsCtx(gen, run), m.Pair.Sign, m.Pair.Age.Recipient())
 	if err != nil {
 		return nil, err
 	}
