@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"text/template"
 	"time"
 	"unicode/utf8"
@@ -165,7 +166,7 @@ func (s *settings) parseTemplate(key, cacheKey, name, text string) *fileTemplate
 	t, err := template.New(templateName).Option("missingkey=error").Funcs(templateFuncs).Parse(text)
 	if err != nil {
 		msg := "template " + name + ": " + strings.TrimPrefix(err.Error(), "template: ")
-		if m := parseErrorRE.FindStringSubmatch(err.Error()); m != nil {
+		if m := parseErrorRE().FindStringSubmatch(err.Error()); m != nil {
 			msg = fmt.Sprintf("template %s:%s: %s", name, m[1], m[2])
 		}
 		if secret, _ := s.t["secret"].(bool); secret {
@@ -181,7 +182,11 @@ func (s *settings) parseTemplate(key, cacheKey, name, text string) *fileTemplate
 	return ft
 }
 
-var parseErrorRE = regexp.MustCompile(`(?s)^template: ` + templateName + `:(\d+): (.*)$`)
+// parseErrorRE is compiled when a template first fails to parse, not when
+// a muster process starts.
+var parseErrorRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?s)^template: ` + templateName + `:(\d+): (.*)$`)
+})
 
 func readTemplate(p, display string) (string, error) {
 	info, err := os.Stat(p)

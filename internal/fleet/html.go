@@ -11,6 +11,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/muster-tool/muster/internal/generation"
@@ -34,11 +35,18 @@ var (
 	//go:embed page.js
 	pageJS string
 
-	pageTmpl = template.Must(template.New("page").Parse(pageTemplate))
+	// The template is parsed, and the policy's digests taken, when a page
+	// is first written: every muster process links this package, and
+	// apply on a host's timer never writes a page.
+	pageTmpl = sync.OnceValue(func() *template.Template {
+		return template.Must(template.New("page").Parse(pageTemplate))
+	})
 	// pageCSP allows the page's own style and script, by digest, and
 	// nothing else: no request leaves the file.
-	pageCSP = "default-src 'none'; style-src '" + cspDigest(pageCSS) + "'; script-src '" + cspDigest(pageJS) +
-		"'; base-uri 'none'; form-action 'none'"
+	pageCSP = sync.OnceValue(func() string {
+		return "default-src 'none'; style-src '" + cspDigest(pageCSS) + "'; script-src '" + cspDigest(pageJS) +
+			"'; base-uri 'none'; form-action 'none'"
+	})
 )
 
 func cspDigest(s string) string {
@@ -185,7 +193,7 @@ type nodeRow struct {
 // WriteHTML writes the rollout page of p.
 func WriteHTML(w io.Writer, p Page) error {
 	var b bytes.Buffer
-	if err := pageTmpl.Execute(&b, p.data()); err != nil {
+	if err := pageTmpl().Execute(&b, p.data()); err != nil {
 		return err
 	}
 	_, err := w.Write(b.Bytes())
@@ -199,7 +207,7 @@ func (p Page) stamp(t time.Time) stamp {
 func (p Page) data() *pageData {
 	v := p.View
 	d := &pageData{
-		CSS: template.CSS(pageCSS), JS: template.JS(pageJS), CSP: pageCSP,
+		CSS: template.CSS(pageCSS), JS: template.JS(pageJS), CSP: pageCSP(),
 		Generation: v.Generation, Newest: v.Newest, Run: v.Run, Commit: v.Commit,
 		Declared: p.stamp(v.DeclaredAt), Made: p.stamp(p.Made), Manifest: v.Manifest, Wave: v.Wave,
 		Nodes: v.Totals.Nodes, Forks: v.Forks, Flagged: v.Flagged,
