@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"filippo.io/age"
-
-	"github.com/muster-tool/muster/internal/curve"
 )
 
 // Context binds a bundle to where it belongs. The signature covers it, so a
@@ -20,36 +18,9 @@ type Context struct {
 
 // Seal encodes payload as a sealed bundle: compressed, signed by signer for
 // context c, and encrypted with age to every recipient. It is an error to
-// give no recipients. Seal suits a command that seals a bundle or a few; a
-// command that seals many uses a Sealer.
+// give no recipients.
 func Seal(payload []byte, c Context, signer ed25519.PrivateKey, recipients ...age.Recipient) ([]byte, error) {
-	return Sealer{}.Seal(payload, c, signer, recipients...)
-}
-
-// A Sealer seals the bundles of one operation in the way that suits how
-// many the operation seals: one that seals many signs and makes ephemeral
-// shares with tables of base-point multiples, built once per process (see
-// internal/curve), on which one that seals a few would spend more than
-// they save. The bundles are the same either way. The zero Sealer is
-// Seal's.
-type Sealer struct{ batch curve.Batch }
-
-// NewSealer returns the Sealer of an operation that seals n bundles, or
-// about that many.
-func NewSealer(n int) Sealer { return Sealer{batch: curve.BatchOf(n)} }
-
-// Seal is the package's Seal, made the Sealer's way.
-func (s Sealer) Seal(payload []byte, c Context, signer ed25519.PrivateKey, recipients ...age.Recipient) ([]byte, error) {
-	return seal(payload, c, signer, recipients, s.batch)
-}
-
-// SealTOML is the package's SealTOML, made the Sealer's way.
-func (s Sealer) SealTOML(v any, c Context, signer ed25519.PrivateKey, recipients ...age.Recipient) ([]byte, error) {
-	p, err := marshalTOML(v, c)
-	if err != nil {
-		return nil, err
-	}
-	return s.Seal(p, c, signer, recipients...)
+	return seal(payload, c, signer, recipients)
 }
 
 // Sign encodes payload as a signed bundle: compressed and signed by signer
@@ -119,7 +90,11 @@ func Inspect(data []byte) (Header, error) {
 
 // SealTOML marshals v as TOML and seals it like Seal.
 func SealTOML(v any, c Context, signer ed25519.PrivateKey, recipients ...age.Recipient) ([]byte, error) {
-	return Sealer{}.SealTOML(v, c, signer, recipients...)
+	p, err := marshalTOML(v, c)
+	if err != nil {
+		return nil, err
+	}
+	return Seal(p, c, signer, recipients...)
 }
 
 // OpenTOML opens a sealed bundle like Open and decodes its TOML payload into

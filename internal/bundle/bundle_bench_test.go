@@ -19,24 +19,14 @@ func benchPayload(b *testing.B) []byte {
 	return p
 }
 
-// BenchmarkSeal seals as declare seals each node's bundle: with a Sealer
-// for many, whose signatures and ephemeral shares come from tables.
+// BenchmarkSeal seals a declaration of about 10 KiB to one recipient, as
+// declare seals each node's bundle.
 func BenchmarkSeal(b *testing.B) {
-	benchSeal(b, NewSealer(1<<20))
-}
-
-// BenchmarkSealFew seals as apply seals its report: with Seal, which
-// computes each signature and share without tables.
-func BenchmarkSealFew(b *testing.B) {
-	benchSeal(b, Sealer{})
-}
-
-func benchSeal(b *testing.B, s Sealer) {
 	p := benchPayload(b)
 	signer, rcpt := testSigner("mesh"), testIdentity(b, "node").Recipient()
 	b.SetBytes(int64(len(p)))
 	for b.Loop() {
-		if _, err := s.Seal(p, benchCtx, signer, rcpt); err != nil {
+		if _, err := Seal(p, benchCtx, signer, rcpt); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -105,9 +95,8 @@ func BenchmarkInspectSealed(b *testing.B) {
 func BenchmarkSealTOML(b *testing.B) {
 	d := testDeclaration(10 << 10)
 	signer, rcpt := testSigner("mesh"), testIdentity(b, "node").Recipient()
-	s := NewSealer(1 << 20)
 	for b.Loop() {
-		if _, err := s.SealTOML(d, benchCtx, signer, rcpt); err != nil {
+		if _, err := SealTOML(d, benchCtx, signer, rcpt); err != nil {
 			b.Fatal(err)
 		}
 	}

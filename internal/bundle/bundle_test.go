@@ -15,7 +15,6 @@ import (
 	"filippo.io/age"
 
 	"github.com/klauspost/compress/zstd"
-	"github.com/muster-tool/muster/internal/curve"
 	"github.com/muster-tool/muster/internal/fault"
 )
 
@@ -123,36 +122,6 @@ func TestRoundTrip(t *testing.T) {
 					t.Fatalf("payload differs after round trip: %d bytes, want %d", len(got), len(p))
 				}
 			})
-		}
-	}
-}
-
-// A Sealer for many bundles makes what one for a few makes: the same
-// signed record, byte for byte, sealed so that every recipient opens it.
-func TestSealerForManySameAsForFew(t *testing.T) {
-	mesh, node := testSigner("mesh"), testIdentity(t, "node")
-	p := mustTOML(t, testDeclaration(10<<10))
-	few, err := record(Sealed, p, declCtx, mesh, curve.BatchOf(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	many, err := record(Sealed, p, declCtx, mesh, curve.BatchOf(10000))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(few, many) {
-		t.Fatal("the signed records differ")
-	}
-	for _, s := range []Sealer{{}, NewSealer(1), NewSealer(10000)} {
-		for range 3 {
-			data, err := s.Seal(p, declCtx, mesh, node.Recipient())
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := Open(data, declCtx, node, pub(mesh))
-			if err != nil || !bytes.Equal(got, p) {
-				t.Fatalf("%+v: opened %d bytes, %v", s, len(got), err)
-			}
 		}
 	}
 }

@@ -8,15 +8,13 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/muster-tool/muster/internal/curve"
-
 	"filippo.io/age"
 )
 
 // record compresses payload and signs it for mode m and context c,
 // returning the signed record. The record is built behind the signed-message
 // prefix so that ed25519 signs it in place.
-func record(m Mode, payload []byte, c Context, signer ed25519.PrivateKey, b curve.Batch) ([]byte, error) {
+func record(m Mode, payload []byte, c Context, signer ed25519.PrivateKey) ([]byte, error) {
 	subj := subject(c)
 	if len(signer) != ed25519.PrivateKeySize {
 		return nil, fmt.Errorf("%s: signer key is %d bytes, not %d", subj, len(signer), ed25519.PrivateKeySize)
@@ -44,11 +42,11 @@ func record(m Mode, payload []byte, c Context, signer ed25519.PrivateKey, b curv
 		return nil, fmt.Errorf("%s: %w: compressed payload is %d bytes, limit is %d", subj, ErrTooLarge, n, MaxCompressed)
 	}
 	binary.BigEndian.PutUint32(msg[lenAt:], uint32(n))
-	msg = append(msg, b.Sign(signer, msg)...)
+	msg = append(msg, ed25519.Sign(signer, msg)...)
 	return msg[len(prefix):], nil
 }
 
-func seal(payload []byte, c Context, signer ed25519.PrivateKey, recipients []age.Recipient, b curve.Batch) ([]byte, error) {
+func seal(payload []byte, c Context, signer ed25519.PrivateKey, recipients []age.Recipient) ([]byte, error) {
 	subj := subject(c)
 	if len(recipients) == 0 {
 		return nil, fmt.Errorf("%s: %w", subj, ErrNoRecipients)
@@ -58,13 +56,13 @@ func seal(payload []byte, c Context, signer ed25519.PrivateKey, recipients []age
 			return nil, fmt.Errorf("%s: recipient %d is nil", subj, i)
 		}
 	}
-	rec, err := record(Sealed, payload, c, signer, b)
+	rec, err := record(Sealed, payload, c, signer)
 	if err != nil {
 		return nil, err
 	}
 	var body bytes.Buffer
 	body.Grow(len(rec) + 256*len(recipients) + 128)
-	w, err := age.Encrypt(&body, b.Recipients(recipients)...)
+	w, err := age.Encrypt(&body, recipients...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encrypting: %w", subj, err)
 	}
@@ -83,7 +81,7 @@ func seal(payload []byte, c Context, signer ed25519.PrivateKey, recipients []age
 }
 
 func sign(payload []byte, c Context, signer ed25519.PrivateKey) ([]byte, error) {
-	rec, err := record(Signed, payload, c, signer, curve.Batch{})
+	rec, err := record(Signed, payload, c, signer)
 	if err != nil {
 		return nil, err
 	}

@@ -72,7 +72,7 @@ var hostSidePackages = []string{
 // mesh's.
 var sharedPackages = []string{
 	"spool", "internal/bundle", "internal/generation", "internal/repo",
-	"internal/keys", "internal/curve", "internal/outcome",
+	"internal/keys", "internal/outcome",
 	"internal/fault", "internal/atomicfile", "internal/bincode",
 	"internal/tomlfile", "internal/workpool", "internal/s3client",
 }

@@ -34,7 +34,6 @@ func (p *plan) write(ctx context.Context, m *mesh.Mesh, gen uint64, prev *genera
 	// A node whose bundle cannot be sealed gets nothing and is listed
 	// with the reason; the others still get the generation.
 	unsealable := make([]string, len(p.nodes))
-	sealer := bundle.NewSealer(len(p.nodes) + 2) // and the settings and manifest
 	err := pipeline(ctx, len(p.nodes), func(i int) (string, []byte, error) {
 		np := &p.nodes[i]
 		rcpt, err := np.id.Host.Recipient()
@@ -46,7 +45,7 @@ func (p *plan) write(ctx context.Context, m *mesh.Mesh, gen uint64, prev *genera
 		defer buffers.Put(buf)
 		buf.Reset()
 		p.encodeDeclaration(buf, np, gen, run, now, rec, i)
-		data, err := sealer.Seal(buf.Bytes(), generation.DeclCtx(gen, run, np.id.NodeID), m.Pair.Sign, rcpt)
+		data, err := bundle.Seal(buf.Bytes(), generation.DeclCtx(gen, run, np.id.NodeID), m.Pair.Sign, rcpt)
 		if err != nil {
 			unsealable[i] = "sealing its bundle failed: " + err.Error()
 			if verr := keys.VetRecipient(rcpt); verr != nil {
@@ -67,14 +66,14 @@ func (p *plan) write(ctx context.Context, m *mesh.Mesh, gen uint64, prev *genera
 	if err := p.encodeSettings(&settings, gen, run); err != nil {
 		return nil, err
 	}
-	data, err := sealer.Seal(settings.Bytes(), generation.SettingsCtx(gen, run), m.Pair.Sign, m.Pair.Age.Recipient())
+	data, err := bundle.Seal(settings.Bytes(), generation.SettingsCtx(gen, run), m.Pair.Sign, m.Pair.Age.Recipient())
 	if err != nil {
 		return nil, err
 	}
 	if err := spool.PutNew(ctx, m.Spool, spool.SettingsName(gen, run), data); err != nil {
 		return nil, fmt.Errorf("write the settings of generation %d: %w (nothing was committed)", gen, err)
 	}
-	data, err = sealer.SealTOML(p.manifest(gen, run, now), generation.ManifestCtx(gen, run), m.Pair.Sign, m.Pair.Age.Recipient())
+	data, err = bundle.SealTOML(p.manifest(gen, run, now), generation.ManifestCtx(gen, run), m.Pair.Sign, m.Pair.Age.Recipient())
 	if err != nil {
 		return nil, err
 	}

@@ -462,12 +462,11 @@ func tokenUsed(a *Admission) string {
 // won (d.other), and a refusal already recorded is left as it is.
 func writeDecisions(ctx context.Context, m *mesh.Mesh, ds []*decision, now time.Time) error {
 	batches := (len(ds) + admitBatch - 1) / admitBatch
-	sealer := bundle.NewSealer(len(ds))
 	return workpool.Run(ctx, batches, admitWriters, func(i int) error {
 		batch := ds[i*admitBatch : min((i+1)*admitBatch, len(ds))]
 		objs := make([]spool.Object, len(batch))
 		for j, d := range batch {
-			if err := d.seal(sealer, m, now); err != nil {
+			if err := d.seal(m, now); err != nil {
 				return err
 			}
 			objs[j] = spool.Object{Name: d.name, Data: d.data}
@@ -486,17 +485,17 @@ func writeDecisions(ctx context.Context, m *mesh.Mesh, ds []*decision, now time.
 }
 
 // seal makes the record of the decision.
-func (d *decision) seal(s bundle.Sealer, m *mesh.Mesh, now time.Time) error {
+func (d *decision) seal(m *mesh.Mesh, now time.Time) error {
 	tid, fp := d.p.tokenID, d.p.hostFP
 	var err error
 	if d.adm != nil {
 		d.name = spool.AdmitName(tid)
-		d.data, err = s.SealTOML(d.adm, admitCtx(tid), m.Pair.Sign, m.Pair.Age.Recipient())
+		d.data, err = bundle.SealTOML(d.adm, admitCtx(tid), m.Pair.Sign, m.Pair.Age.Recipient())
 		return err
 	}
 	d.refusal = &Refusal{Version: recordVersion, TokenID: tid, HostFP: fp, Reason: d.reason, RefusedAt: now.UTC()}
 	d.name = spool.RefusedName(tid, fp)
-	d.data, err = s.SealTOML(d.refusal, refusedCtx(tid, fp), m.Pair.Sign, refusalReaders(m, d.p)...)
+	d.data, err = bundle.SealTOML(d.refusal, refusedCtx(tid, fp), m.Pair.Sign, refusalReaders(m, d.p)...)
 	return err
 }
 

@@ -61,7 +61,6 @@ func Cancel(ctx context.Context, m *mesh.Mesh, o CancelOptions) (*CancelResult, 
 		return nil, err
 	}
 	res := &CancelResult{}
-	sealer := bundle.NewSealer(len(tokens))
 	for _, is := range tokens {
 		a := reg.Admitted[is.TokenID]
 		if a == nil && !o.Now.Before(is.Expires) {
@@ -70,7 +69,7 @@ func Cancel(ctx context.Context, m *mesh.Mesh, o CancelOptions) (*CancelResult, 
 		}
 		if a == nil {
 			c := &Admission{Version: recordVersion, TokenID: is.TokenID, Name: is.Name, CancelledAt: o.Now.UTC(), CancelReason: o.Reason}
-			data, err := sealer.SealTOML(c, admitCtx(is.TokenID), m.Pair.Sign, m.Pair.Age.Recipient())
+			data, err := bundle.SealTOML(c, admitCtx(is.TokenID), m.Pair.Sign, m.Pair.Age.Recipient())
 			if err != nil {
 				return nil, err
 			}

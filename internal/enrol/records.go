@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/muster-tool/muster/internal/brief"
-	"github.com/muster-tool/muster/internal/curve"
 	"github.com/muster-tool/muster/internal/host"
 
 	"github.com/muster-tool/muster/internal/bundle"
@@ -149,7 +148,7 @@ func decodeKey(s string) (ed25519.PublicKey, error) {
 }
 
 func encodeSig(k ed25519.PrivateKey, msg []byte) string {
-	return base64.RawURLEncoding.EncodeToString(curve.Sign(k, msg))
+	return base64.RawURLEncoding.EncodeToString(ed25519.Sign(k, msg))
 }
 
 func verifySig(pub ed25519.PublicKey, msg []byte, sig string) bool {

@@ -23,8 +23,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/muster-tool/muster/internal/curve"
-
 	"filippo.io/age"
 
 	"github.com/muster-tool/muster/internal/atomicfile"
@@ -198,7 +196,7 @@ func Load(dir, role string) (*Pair, error) {
 	if !ok || derr != nil || len(seed) != ed25519.SeedSize {
 		return nil, fmt.Errorf("key file %s: not a muster signing key", signFile(dir, role))
 	}
-	return &Pair{Age: id, Sign: curve.NewKeyFromSeed(seed)}, nil
+	return &Pair{Age: id, Sign: ed25519.NewKeyFromSeed(seed)}, nil
 }
 
 type missingKeyError struct{ path string }

@@ -2,15 +2,11 @@ package keys
 
 import (
 	"bytes"
-	"crypto/ecdh"
 	"crypto/ed25519"
-	"crypto/rand"
-	"sync"
 
 	"filippo.io/age"
 	"filippo.io/edwards25519"
 
-	"github.com/muster-tool/muster/internal/curve"
 	"github.com/muster-tool/muster/internal/fault"
 )
 
@@ -36,32 +32,16 @@ func (p Public) Vet() error {
 
 // VetRecipient refuses an age X25519 key of low order. age parses any 32
 // bytes as a key, but for a point of low order the shared secret is zero
-// whatever the sender's scalar, and sealing to it fails. X25519 clamps
-// every scalar to a multiple of eight, so the secret with any one scalar
-// is zero exactly for those points: one X25519 with a fixed key finds
-// them, and crypto/ecdh returns an error for the zero secret.
+// whatever the sender's scalar, and age refuses to seal to it. X25519
+// clamps every scalar to a multiple of eight, so the secret is zero with
+// every ephemeral scalar or with none: sealing one file key to the key, as
+// age does, finds them.
 func VetRecipient(r *age.X25519Recipient) error {
-	u, err := curve.AgePoint(r)
-	if err == nil {
-		var pub *ecdh.PublicKey
-		if pub, err = ecdh.X25519().NewPublicKey(u); err == nil {
-			_, err = probe().ECDH(pub)
-		}
-	}
-	if err != nil {
+	if _, err := r.Wrap(make([]byte, 16)); err != nil {
 		return fault.Refusedf("age key %s is a point of low order: nothing can be sealed to it", r)
 	}
 	return nil
 }
-
-// probe is the key VetRecipient computes X25519 with: any key will do.
-var probe = sync.OnceValue(func() *ecdh.PrivateKey {
-	k, err := ecdh.X25519().GenerateKey(rand.Reader)
-	if err != nil {
-		panic("keys: " + err.Error())
-	}
-	return k
-})
 
 // VetVerifier refuses an Ed25519 public key that is not the canonical
 // encoding of a point on the curve, or that is a point of small order.

@@ -31,8 +31,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-
-	"github.com/muster-tool/muster/internal/curve"
 )
 
 // Prefix starts every token.
@@ -103,7 +101,7 @@ func (t *Token) ProofKey() ed25519.PrivateKey {
 	h := sha256.New()
 	h.Write([]byte("muster-token-proof-v1"))
 	h.Write(t.Secret[:])
-	return curve.NewKeyFromSeed(h.Sum(nil))
+	return ed25519.NewKeyFromSeed(h.Sum(nil))
 }
 
 // Verifier is the public half of the proof key: what the mesh keeps.
