@@ -30,8 +30,8 @@ func cmdSpool() *Command {
 		Long: `Work on the spool itself: copy objects between two spools (sneakernet,
 mirrors), check that every object is whole, and remove what no reader needs.
 sync and verify need no secret key; gc needs the mesh (--mesh or
-MUSTER_MESH) for --keep and to remove the reports of revoked identities,
-repo add signs with the mesh's key, and repo list reads the mesh to verify
+MUSTER_MESH) for --keep and to remove the reports and briefings of revoked
+identities, repo add signs with the mesh's key, and repo list reads the mesh to verify
 the repository's index.`,
 		Sub: []*Command{cmdSpoolSync(), cmdSpoolVerify(), cmdSpoolGC(), cmdSpoolRepo()},
 	}
@@ -413,7 +413,7 @@ func gcRevoked(env *Env, m *mesh.Mesh) (map[string]gc.Revoked, error) {
 	}
 	copies, err := st.RecoveryCopies()
 	if err != nil {
-		env.Warnf("the reports of revoked identities are kept: %v", err)
+		env.Warnf("the reports and briefings of revoked identities are kept: %v", err)
 		return nil, nil
 	}
 	for _, c := range copies {
@@ -452,12 +452,12 @@ func cmdSpoolGC() *Command {
   - with --keep N, declaration bundles and manifests of generations older
     than the N newest committed ones, but never of the newest, and never of
     a generation a node has not moved past. This needs --mesh;
-  - with the mesh (--mesh or MUSTER_MESH), the reports of revoked
-    identities, which report refuses for good, except the newest one that
-    carries a node's recovery copy, which a host joining again under the
-    name still needs.
+  - with the mesh (--mesh or MUSTER_MESH), the reports and briefings of
+    revoked identities, which report refuses for good, except the newest
+    report that carries a node's recovery copy, which a host joining again
+    under the name still needs.
 
-Commits, briefings, enrolment records and the other reports are never
+Commits, enrolment records and the other reports and briefings are never
 removed. Prints one line per object removed ("would remove" with
 --dry-run), with the rule and why.`,
 		Examples: `muster spool gc --dry-run

@@ -15,10 +15,10 @@
 //     of a generation a node has not moved past (it may still need its
 //     declaration). Commits stay: they are small and keep generation
 //     numbers from being used twice;
-//   - with Revoked, the reports of revoked identities: they are refused
-//     for good and no reader counts them, except the one that carries its
-//     node's newest recovery copy, which a host re-joining under the name
-//     still needs.
+//   - with Revoked, the reports and briefings of revoked identities: they
+//     are refused for good and no reader counts them, except the report
+//     that carries its node's newest recovery copy, which a host
+//     re-joining under the name still needs.
 //
 // Other reports, briefings and enrolment records stay.
 //
@@ -146,7 +146,7 @@ func Run(ctx context.Context, sp spool.Spool, opts Options) (Result, error) {
 			return res, err
 		}
 	}
-	rev, err := RevokedReports(ctx, sp, opts.Revoked)
+	rev, err := RevokedObjects(ctx, sp, opts.Revoked)
 	if err != nil {
 		return res, err
 	}
@@ -291,22 +291,25 @@ func Superseded(ctx context.Context, sp spool.Spool, gens []uint64, keep int, mo
 	return out, nil
 }
 
-// RevokedReports selects the reports of the revoked identities (by node
-// id), except the one each names to keep.
-func RevokedReports(ctx context.Context, sp spool.Spool, revoked map[string]Revoked) ([]Removal, error) {
+// RevokedObjects selects the reports and briefings of the revoked
+// identities (by node id), except the report each names to keep.
+func RevokedObjects(ctx context.Context, sp spool.Spool, revoked map[string]Revoked) ([]Removal, error) {
 	ids := slices.Sorted(maps.Keys(revoked))
 	var out []Removal
 	for _, id := range ids {
 		r := revoked[id]
-		detail := fmt.Sprintf("identity %s of %s was revoked at %s: %s; its reports are refused", id, r.Name, r.RevokedAt.UTC().Format(time.RFC3339), r.Reason)
-		err := sp.List(ctx, spool.ReportPrefix+id+"/", func(i spool.Info) error {
-			if i.Name != r.Keep {
-				out = append(out, Removal{Object: i.Name, Rule: RuleRevoked, Detail: detail})
+		for _, kind := range []struct{ prefix, what string }{{spool.BriefPrefix, "briefings"}, {spool.ReportPrefix, "reports"}} {
+			detail := fmt.Sprintf("identity %s of %s was revoked at %s: %s; its %s are refused",
+				id, r.Name, r.RevokedAt.UTC().Format(time.RFC3339), r.Reason, kind.what)
+			err := sp.List(ctx, kind.prefix+id+"/", func(i spool.Info) error {
+				if i.Name != r.Keep {
+					out = append(out, Removal{Object: i.Name, Rule: RuleRevoked, Detail: detail})
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
 			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
 		}
 	}
 	return out, nil

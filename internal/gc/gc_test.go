@@ -239,10 +239,11 @@ func TestLostRunsS3(t *testing.T) {
 	}
 }
 
-// TestRevokedReports: the reports of revoked identities go, except the
-// one each names to keep (its node's recovery copy); the reports of
-// trusted identities stay, and without Revoked no report goes.
-func TestRevokedReports(t *testing.T) {
+// TestRevokedObjects: the reports and briefings of revoked identities go,
+// except the report each names to keep (its node's recovery copy); the
+// reports and briefings of trusted identities stay, and without Revoked
+// none goes.
+func TestRevokedObjects(t *testing.T) {
 	f := newFixture(t, "")
 	put := func(name string) string {
 		t.Helper()
@@ -255,6 +256,8 @@ func TestRevokedReports(t *testing.T) {
 	oldReports := []string{put(spool.ReportName(old, 1, 1)), put(spool.ReportName(old, 1, 2))}
 	goneFirst, goneKeep := put(spool.ReportName(gone, 1, 1)), put(spool.ReportName(gone, 2, 1))
 	trustedReport := put(spool.ReportName(trusted, 2, 1))
+	oldBrief := put(spool.BriefName(old, 7))
+	trustedBrief := put(spool.BriefName(trusted, 8))
 
 	if res, err := gc.Run(t.Context(), f.sp, gc.Options{}); err != nil || len(removed(res.Removed, gc.RuleRevoked)) != 0 {
 		t.Fatalf("without Revoked: %v, %v", res.Removed, err)
@@ -268,7 +271,7 @@ func TestRevokedReports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := append(slices.Clone(oldReports), goneFirst)
+	want := append(slices.Clone(oldReports), goneFirst, oldBrief)
 	slices.Sort(want)
 	if got := removed(res.Removed, gc.RuleRevoked); !slices.Equal(got, want) {
 		t.Errorf("dry run selected %v, want %v", got, want)
@@ -282,6 +285,9 @@ func TestRevokedReports(t *testing.T) {
 		if r.Object == goneFirst && !strings.Contains(r.Detail, "identity "+gone+" of web-2 was revoked at 2026-03-01T12:00:00Z: host retired") {
 			t.Errorf("detail %q does not say whose and why", r.Detail)
 		}
+		if r.Object == oldBrief && !strings.Contains(r.Detail, "its briefings are refused") {
+			t.Errorf("detail %q does not say what is refused", r.Detail)
+		}
 	}
 
 	if _, err := gc.Run(t.Context(), f.sp, gc.Options{Revoked: revoked}); err != nil {
@@ -292,7 +298,7 @@ func TestRevokedReports(t *testing.T) {
 			t.Errorf("%s is still there", n)
 		}
 	}
-	for _, n := range []string{goneKeep, trustedReport} {
+	for _, n := range []string{goneKeep, trustedReport, trustedBrief} {
 		if !f.present(n) {
 			t.Errorf("%s was removed", n)
 		}
