@@ -66,7 +66,7 @@ func BenchmarkAdmit1k(b *testing.B) { benchmarkAdmit(b, 1000) }
 func BenchmarkAdmitFleet(b *testing.B) {
 	simfleet.Enabled(b)
 	const n = 100_000
-	cached := simfleet.Cache(b, "joins", fmt.Sprintf("%d-v1", n), func(dir string) error {
+	cached := simfleet.Cache(b, "joins", fmt.Sprintf("%d-v2", n), func(dir string) error {
 		pendingJoins(b, newFixtureIn(b, dir), n)
 		return nil
 	})

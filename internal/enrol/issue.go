@@ -30,8 +30,9 @@ type IssueOptions struct {
 	Now    time.Time
 }
 
-// Issue records a new token's verifier in the spool and returns the token.
-// The token itself is never stored: the caller prints it once.
+// Issue records a new token's verifier in the spool, and in the mesh
+// directory's journal of the tokens it issued, and returns the token. The
+// token itself is never stored: the caller prints it once.
 func Issue(ctx context.Context, m *mesh.Mesh, reg *Registry, o IssueOptions) (*token.Token, error) {
 	if err := token.CheckName(o.Name); err != nil {
 		return nil, fault.New(fault.Usage, err)
@@ -76,6 +77,11 @@ func Issue(ctx context.Context, m *mesh.Mesh, reg *Registry, o IssueOptions) (*t
 	}
 	if err := m.Spool.Put(ctx, spool.TokenName(tok.ID()), data); err != nil {
 		return nil, err
+	}
+	// After the spool's record, which is the durable one: a token the
+	// journal names is one the spool was given.
+	if err := m.Journal(mesh.TokensJournal).Append(is); err != nil {
+		return nil, fmt.Errorf("mesh directory %s: keep token %s: %w", m.Dir, tok.ID(), err)
 	}
 	return tok, nil
 }

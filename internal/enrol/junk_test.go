@@ -9,6 +9,7 @@ import (
 	"github.com/muster-tool/muster/internal/bundle"
 	"github.com/muster-tool/muster/internal/keys"
 	"github.com/muster-tool/muster/internal/outcome"
+	"github.com/muster-tool/muster/internal/token"
 	"github.com/muster-tool/muster/spool"
 )
 
@@ -47,12 +48,13 @@ func TestJunkEnrolmentRecordsSkipped(t *testing.T) {
 	f.put(spool.RevokeName(good.NodeID), seal(Revocation{Version: recordVersion, NodeID: good.NodeID, RevokedAt: t0, Reason: "forged"}, revokeCtx(good.NodeID)))
 	f.put(spool.AdmitName("fedcba9876543210fedcba9876543210"), []byte("not a bundle at all\n"))
 
-	// A host joins with a token whose record is junk.
-	tok2 := f.issue(IssueOptions{Name: "web-2", Expires: time.Hour, Now: t0})
-	name := spool.TokenName(tok2.ID())
-	if err := f.m.Spool.Delete(f.ctx, name); err != nil {
+	// A host joins with a token this mesh never issued, whose record
+	// someone able to write to the spool forged.
+	tok2, err := token.New("web-2", f.m.Public().Fingerprint(), t0.Add(time.Hour))
+	if err != nil {
 		t.Fatal(err)
 	}
+	name := spool.TokenName(tok2.ID())
 	f.put(name, seal(Issued{Version: recordVersion, TokenID: tok2.ID(), Name: "web-2", Expires: t0.Add(time.Hour)}, tokenCtx(tok2.ID())))
 	f.join("web-2", tok2, t0)
 

@@ -29,15 +29,18 @@ const recordVersion = 1
 
 // Issued is what the mesh keeps when it issues a token: the verifier (the
 // public half of the token's one-time proof key), never the token.
+//
+// The same record, in JSON, is a line of the mesh directory's journal of
+// the tokens it issued (mesh.TokensJournal), from which admit reads it.
 type Issued struct {
-	Version  int               `toml:"version"`
-	TokenID  string            `toml:"token_id"`
-	Name     string            `toml:"name"`
-	Verifier string            `toml:"verifier"`
-	Reenrol  bool              `toml:"reenrol"`
-	Expires  time.Time         `toml:"expires"`
-	Labels   map[string]string `toml:"labels,omitempty"`
-	IssuedAt time.Time         `toml:"issued_at"`
+	Version  int               `toml:"version" json:"version"`
+	TokenID  string            `toml:"token_id" json:"token_id"`
+	Name     string            `toml:"name" json:"name"`
+	Verifier string            `toml:"verifier" json:"verifier"`
+	Reenrol  bool              `toml:"reenrol" json:"reenrol"`
+	Expires  time.Time         `toml:"expires" json:"expires"`
+	Labels   map[string]string `toml:"labels,omitempty" json:"labels,omitempty"`
+	IssuedAt time.Time         `toml:"issued_at" json:"issued_at"`
 }
 
 // JoinRequest is what a host writes to ask to be admitted. The bundle is

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -20,6 +21,7 @@ import (
 	"github.com/muster-tool/muster/internal/keys"
 	"github.com/muster-tool/muster/internal/mesh"
 	"github.com/muster-tool/muster/internal/outcome"
+	"github.com/muster-tool/muster/internal/token"
 	"github.com/muster-tool/muster/internal/workpool"
 	"github.com/muster-tool/muster/spool"
 )
@@ -52,7 +54,9 @@ type Node struct {
 type Registry struct {
 	// Issued holds the token records read so far, by token id. Only
 	// admission needs them, so LoadRegistry leaves it empty and Admit
-	// reads the ones its pending join requests name.
+	// reads the ones its pending join requests name: from the mesh
+	// directory's journal of the tokens it issued, or else from the
+	// spool.
 	Issued     map[string]*Issued
 	Admitted   map[string]*Admission // by token id
 	Refused    map[string]*Refusal   // by token id + "/" + host fingerprint
@@ -73,6 +77,8 @@ type Registry struct {
 	labelsRead   map[string]bool
 	// junk are the records skipped, so that a refresh reads them once.
 	junk map[string]bool
+	// journalRead is set once the journal of issued tokens is in Issued.
+	journalRead bool
 }
 
 // skip records that the record name did not verify.
@@ -336,10 +342,23 @@ func (id *Identity) trustedAt(t time.Time) bool {
 	return id.RevokedAt.IsZero() || id.RevokedAt.After(t)
 }
 
-// issued returns the record of token tid, reading it from the spool the
-// first time; nil if no such token was issued.
+// issued returns the record of token tid, nil if no such token was
+// issued. The tokens this mesh directory issued are in its journal, read
+// the first time; a token it does not name (issued from another copy of
+// the mesh directory, or before the journal was kept) is read from the
+// spool and opened, once.
 func (r *Registry) issued(ctx context.Context, m *mesh.Mesh, mu *sync.Mutex, tid string) (*Issued, error) {
 	mu.Lock()
+	if r.Issued == nil {
+		r.Issued = map[string]*Issued{}
+	}
+	if !r.journalRead {
+		if err := readTokensJournal(m, r.Issued); err != nil {
+			mu.Unlock()
+			return nil, err
+		}
+		r.journalRead = true
+	}
 	is, ok := r.Issued[tid]
 	mu.Unlock()
 	if ok {
@@ -365,12 +384,26 @@ func (r *Registry) issued(ctx context.Context, m *mesh.Mesh, mu *sync.Mutex, tid
 		}
 	}
 	mu.Lock()
-	if r.Issued == nil {
-		r.Issued = map[string]*Issued{}
-	}
 	r.Issued[tid] = is
 	mu.Unlock()
 	return is, nil
+}
+
+// readTokensJournal adds the tokens the mesh directory's journal names to
+// issued. A line that does not decode, or whose verifier is not its token
+// id's, is left out (the token is read from the spool instead): an append
+// a crash cut short.
+func readTokensJournal(m *mesh.Mesh, issued map[string]*Issued) error {
+	return m.Journal(mesh.TokensJournal).Read(func(line []byte) {
+		var is Issued
+		if json.Unmarshal(line, &is) != nil || is.Version != recordVersion {
+			return
+		}
+		if v, err := decodeKey(is.Verifier); err != nil || token.IDOf(v) != is.TokenID {
+			return
+		}
+		issued[is.TokenID] = &is
+	})
 }
 
 // eachObject reads every object under prefix that want selects and calls
