@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -279,6 +280,10 @@ func decodePending(ctx context.Context, m *mesh.Mesh, reg *Registry, byToken map
 	}
 	perToken := make([][]*pendingJoin, len(tokens))
 	var mu sync.Mutex // guards reg.Issued
+	// Many requests are read at once, as reading waits on the spool, but
+	// only as many are decoded at once as there are processors: more
+	// would only take turns on them, preempting one another.
+	cpus := make(chan struct{}, runtime.GOMAXPROCS(0))
 	err := workpool.Run(ctx, len(tokens), admitWorkers, func(i int) error {
 		tid := tokens[i]
 		for _, fp := range byToken[tid] {
@@ -287,23 +292,28 @@ func decodePending(ctx context.Context, m *mesh.Mesh, reg *Registry, byToken map
 			if err != nil {
 				return err
 			}
-			req, err := decodeJoin(data, m, tid, fp)
+			cpus <- struct{}{}
+			p.req, err = decodeJoin(data, m, tid, fp)
 			switch {
 			case err != nil:
 				p.invalid = "cannot be verified: " + err.Error()
 			default:
-				p.req = req
 				// A key that cannot be trusted is refused whatever the
 				// token says: nothing could be sealed to the host, or
 				// anyone could sign as it.
-				if err := req.Host.Vet(); err != nil {
+				if err := p.req.Host.Vet(); err != nil {
 					p.invalid = "its host keys cannot be trusted: " + err.Error()
-					break
 				}
+			}
+			<-cpus
+			if p.req != nil && p.invalid == "" {
 				if p.issued, err = reg.issued(ctx, m, &mu, tid); err != nil {
 					return err
 				}
-				if p.invalid, err = p.check(); err != nil {
+				cpus <- struct{}{}
+				p.invalid, err = p.check()
+				<-cpus
+				if err != nil {
 					return err
 				}
 			}
