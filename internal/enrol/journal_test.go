@@ -22,6 +22,26 @@ import (
 
 func journalPath(f *fixture) string { return filepath.Join(f.m.Dir, mesh.TokensJournal) }
 
+// forgeTokenRecord replaces the spool's record of token is.TokenID with
+// is, sealed to the mesh but signed by another key, and returns its name.
+func forgeTokenRecord(t *testing.T, f *fixture, is Issued) string {
+	t.Helper()
+	rogue, err := keys.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged, err := bundle.SealTOML(is, tokenCtx(is.TokenID), rogue.Sign, f.m.Pair.Age.Recipient())
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := spool.TokenName(is.TokenID)
+	if err := f.m.Spool.Delete(f.ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	f.put(name, forged)
+	return name
+}
+
 // A token's record replaced in the spool by one this mesh did not seal,
 // for another name and labels, changes nothing: the host is admitted as
 // the token was issued. Then with the spool's record gone altogether: it
@@ -30,20 +50,8 @@ func TestAdmitReadsIssuedTokensFromTheJournal(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	tok := f.issue(IssueOptions{Name: "web-1", Labels: map[string]string{"role": "web"}})
-	rogue, err := keys.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	forged, err := bundle.SealTOML(Issued{Version: recordVersion, TokenID: tok.ID(), Name: "db-1", Verifier: encodeKey(tok.Verifier()),
-		Expires: tok.Expires, Labels: map[string]string{"role": "db"}, IssuedAt: t0}, tokenCtx(tok.ID()), rogue.Sign, f.m.Pair.Age.Recipient())
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := spool.TokenName(tok.ID())
-	if err := f.m.Spool.Delete(f.ctx, name); err != nil {
-		t.Fatal(err)
-	}
-	f.put(name, forged)
+	forgeTokenRecord(t, f, Issued{Version: recordVersion, TokenID: tok.ID(), Name: "db-1", Verifier: encodeKey(tok.Verifier()),
+		Expires: tok.Expires, Labels: map[string]string{"role": "db"}, IssuedAt: t0})
 	j := f.join("a", tok, tJoin)
 	res, reg := f.admit(tAdmit)
 	id := reg.Enrolled("web-1")
@@ -86,20 +94,8 @@ func TestAdmitWithoutTheJournalOpensTheSpoolsRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.put(name, data)
-	rogue, err := keys.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	forged, err := bundle.SealTOML(Issued{Version: recordVersion, TokenID: resealed.ID(), Name: "web-3", Verifier: encodeKey(resealed.Verifier()),
-		Expires: resealed.Expires, IssuedAt: t0}, tokenCtx(resealed.ID()), rogue.Sign, f.m.Pair.Age.Recipient())
-	if err != nil {
-		t.Fatal(err)
-	}
-	name3 := spool.TokenName(resealed.ID())
-	if err := f.m.Spool.Delete(f.ctx, name3); err != nil {
-		t.Fatal(err)
-	}
-	f.put(name3, forged)
+	name3 := forgeTokenRecord(t, f, Issued{Version: recordVersion, TokenID: resealed.ID(), Name: "web-3", Verifier: encodeKey(resealed.Verifier()),
+		Expires: resealed.Expires, IssuedAt: t0})
 	f.join("a", good, tJoin)
 	j2 := f.join("b", flipped, tJoin)
 	j3 := f.join("c", resealed, tJoin)
