@@ -11,23 +11,33 @@ import (
 	"github.com/muster-tool/muster/internal/tomlfile"
 )
 
-// How a report always fits. A report is a bundle payload, so it can be no
-// bigger than MaxSize. declare refuses a node whose resources could need
-// more than NodeBudget of a report (ResourceCost says how much each can).
-// That is half of what is left after reserve, which holds the report's
-// header, notes and the apply's own lines: the other half is room for the
-// orphans, resources of the generation before, whose lines (and, while
-// they cannot be removed, ledger entries) the report carries too. The one
-// part of a line that no declaration bounds, its detail, the host cuts
-// when the report would not fit otherwise (Fit), but never below
-// DetailFloor bytes. So whatever declare accepts, the host can report.
+// How a report fits. A report is a bundle payload, so it can be no bigger
+// than MaxSize. declare refuses a node whose resources could need more
+// than NodeBudget of a report (ResourceCost says how much each can): all
+// of what is left after reserve, which holds the report's header, notes
+// and the apply's own lines. The one part of a line that no declaration
+// bounds, its detail, the host cuts when the report would not fit
+// otherwise (Fit), but never below DetailFloor bytes. So whatever declare
+// accepts, the host can report whole, in a run without orphans.
+//
+// Orphans, resources of a generation before whose lines (and, while they
+// cannot be removed, ledger entries) the report carries too, are not
+// budgeted: a run that removes many of them as well may not fit, and Fit
+// then sends the failed lines and the recovery copy with a failed line
+// saying why, so that the node is failed for that run, never silently
+// outstanding, and the run after it, with the orphans gone, reports whole.
+// Only a recovery copy over MaxSize on its own, the entries of the
+// declared resources and of orphans that could not be removed together,
+// sends no report. Giving half of the report to the orphans of the
+// generation before, as this did once, kept that run whole too, but made
+// a node of more than about 65,000 files impossible to declare.
 const (
 	// MaxSize is the cap on a report's TOML.
 	MaxSize = bundle.MaxPayload
 	reserve = 1 << 20
 	// NodeBudget is how much of a report a node's declared resources may
 	// take, with their details cut to DetailFloor.
-	NodeBudget = (MaxSize - reserve) / 2
+	NodeBudget = MaxSize - reserve
 	// DetailFloor is the least a detail is cut to, in bytes of its TOML
 	// spelling.
 	DetailFloor = 120

@@ -74,20 +74,16 @@ func budgetFull(prefix string, pathLen int) []resource.Spec {
 
 // TestFitKeepsEveryLineDeclareAccepts: the worst report a declaration
 // within the budget can make, all its resources changed with long
-// details and as many orphans from the generation before that failed to
-// go, each with a long detail too and still owned, is sent whole, its
-// details cut.
+// details, is sent whole, its details cut.
 func TestFitKeepsEveryLineDeclareAccepts(t *testing.T) {
 	long := strings.Repeat("x", 4000)
 	r := header()
 	r.Notes = []string{"ledger rebuilt from the mesh's recovery copy (3 resources, reported by this identity)"}
-	for _, set := range [][]resource.Spec{budgetFull("now", 3000), budgetFull("before", 3000)} {
-		for _, s := range set {
-			l, e := worst(s.ID(), s.Kind, s.Path, s.Name)
-			l.Detail = long
-			r.Lines = append(r.Lines, l)
-			r.Ledger = append(r.Ledger, e)
-		}
+	for _, s := range budgetFull("now", 3000) {
+		l, e := worst(s.ID(), s.Kind, s.Path, s.Name)
+		l.Detail = long
+		r.Lines = append(r.Lines, l)
+		r.Ledger = append(r.Ledger, e)
 	}
 	r.Lines = append(r.Lines, outcome.Line{ID: "muster:repository", Status: outcome.Failed, Detail: long})
 	if len(Marshal(r)) <= MaxSize {
@@ -117,6 +113,37 @@ func TestFitKeepsEveryLineDeclareAccepts(t *testing.T) {
 	back, err := Unmarshal(p)
 	if err != nil || len(back.Lines) != len(r.Lines) {
 		t.Fatalf("the payload does not read back: %v", err)
+	}
+}
+
+// TestFitFailsTheRunThatRemovesAWholeGeneration: a node declared to the
+// budget whose host also removes as many orphans of the generation
+// before, each with a long detail, sends its recovery copy whole and is
+// failed for that run by a line that says why, not outstanding.
+func TestFitFailsTheRunThatRemovesAWholeGeneration(t *testing.T) {
+	long := strings.Repeat("x", 4000)
+	r := header()
+	for _, s := range budgetFull("now", 3000) {
+		l, e := worst(s.ID(), s.Kind, s.Path, s.Name)
+		l.Detail = long
+		r.Lines = append(r.Lines, l)
+		r.Ledger = append(r.Ledger, e)
+	}
+	for _, s := range budgetFull("before", 3000) {
+		r.Lines = append(r.Lines, outcome.Line{ID: s.ID(), Status: outcome.Removed, Detail: long})
+	}
+	p, sent, err := Fit(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p) > MaxSize {
+		t.Fatalf("payload of %d bytes, cap %d", len(p), MaxSize)
+	}
+	if sent.Outcome() != outcome.Failing || len(sent.Lines) != 1 || sent.Lines[0].ID != OverflowLineID {
+		t.Fatalf("sent %d lines, outcome %v", len(sent.Lines), sent.Outcome())
+	}
+	if len(sent.Ledger) != len(r.Ledger) {
+		t.Fatalf("sent %d ledger entries of %d", len(sent.Ledger), len(r.Ledger))
 	}
 }
 
