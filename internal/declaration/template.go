@@ -451,10 +451,14 @@ func (rr *Renderer) Problems() []Problem {
 
 // execErrorRE splits text/template's execution error: line, the action
 // that failed, and why. Its format has been text/template's since Go 1;
-// should it change, the message is shown as text/template gives it.
+// should it change, the message is shown as text/template gives it. Both
+// patterns are compiled when a template first fails, not when a muster
+// process starts.
 var (
-	execErrorRE  = regexp.MustCompile(`(?s)^template: ` + templateName + `:(\d+):\d+: executing "(?:[^"\\]|\\.)*" at <(.*?)>: (.*)$`)
-	missingKeyRE = regexp.MustCompile(`^map has no entry for key (".*")$`)
+	execErrorRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?s)^template: ` + templateName + `:(\d+):\d+: executing "(?:[^"\\]|\\.)*" at <(.*?)>: (.*)$`)
+	})
+	missingKeyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^map has no entry for key (".*")$`) })
 )
 
 // explain turns a failed render into a problem: where in the template,
@@ -468,7 +472,7 @@ func (rr *Renderer) explain(r Resolved, d *declared, err error) renderKey {
 		k.after = fmt.Sprintf(", it is larger than %d bytes (the cap on a rendered file)", MaxRendered)
 		return k
 	}
-	m := execErrorRE.FindStringSubmatch(err.Error())
+	m := execErrorRE().FindStringSubmatch(err.Error())
 	if m == nil {
 		k.before = fmt.Sprintf("template %s: for ", name)
 		k.after = ": " + strings.TrimPrefix(err.Error(), "template: ")
@@ -479,7 +483,7 @@ func (rr *Renderer) explain(r Resolved, d *declared, err error) renderKey {
 	}
 	line, action, why := m[1], m[2], m[3]
 	k.before = fmt.Sprintf("template %s:%s: ", name, line)
-	if mk := missingKeyRE.FindStringSubmatch(why); mk != nil {
+	if mk := missingKeyRE().FindStringSubmatch(why); mk != nil {
 		key, _ := strconv.Unquote(mk[1])
 		k.before, k.after = k.before+missingKey(r, action, key)+" for ", missingWhy(r, action)
 		return k

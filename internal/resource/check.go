@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -113,10 +114,12 @@ func ClashReason(a, b *Spec) string {
 	return fmt.Sprintf("%s is declared twice", ShownID(a))
 }
 
+// The patterns are compiled on first use, not in every muster process's
+// start-up: most runs check no package, and some no mode.
 var (
-	modeRE    = regexp.MustCompile(`^[0-7]{3,4}$`)
-	packageRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9+.:~_-]*$`)
-	versionRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9+.:~_-]*$`)
+	modeRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-7]{3,4}$`) })
+	packageRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9+.:~_-]*$`) })
+	versionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9+.:~_-]*$`) })
 )
 
 // UnitTypes are systemd's unit suffixes; a unit name ends in one.
@@ -155,12 +158,12 @@ func Check(s *Spec) []Invalid {
 			add("state", "must be \"present\" or \"absent\", not %q", s.State)
 		}
 	case Package:
-		if !packageRE.MatchString(s.Name) {
+		if !packageRE().MatchString(s.Name) {
 			add("", "%q is not a package name (letters, digits and + . : ~ _ -, starting with a letter or digit)", s.Name)
 		}
 		switch v := s.Version; {
 		case v == "":
-		case !versionRE.MatchString(v):
+		case !versionRE().MatchString(v):
 			add("version", "%q is not a version (an exact version, \"present\", \"latest\" or \"absent\")", v)
 		}
 	case Service:
@@ -227,7 +230,7 @@ func Check(s *Spec) []Invalid {
 	}
 
 	if owned && s.Mode != "" {
-		if !modeRE.MatchString(s.Mode) {
+		if !modeRE().MatchString(s.Mode) {
 			add("mode", "%q is not a mode; give 3 or 4 octal digits, such as \"0644\"", s.Mode)
 		} else if m, _ := strconv.ParseUint(s.Mode, 8, 32); m&0o7000 != 0 && !s.SpecialBits {
 			bits := specialBits(uint32(m))
@@ -382,7 +385,7 @@ const maxAccountID = 1<<32 - 2
 
 // accountRE is the portable form of a user or group name that shadow's
 // useradd and groupadd accept without --badname.
-var accountRE = regexp.MustCompile(`^[a-z_][a-z0-9_-]*\$?$`)
+var accountRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z_][a-z0-9_-]*\$?$`) })
 
 // accountReason says why name cannot be a user or group name, or "".
 func accountReason(name string) string {
@@ -391,7 +394,7 @@ func accountReason(name string) string {
 		return "it is empty"
 	case len(name) > 32:
 		return fmt.Sprintf("it is %d bytes long; useradd and groupadd take at most 32", len(name))
-	case !accountRE.MatchString(name):
+	case !accountRE().MatchString(name):
 		return "use lowercase letters, digits, _ and -, starting with a letter or _"
 	}
 	return ""
