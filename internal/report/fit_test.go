@@ -116,11 +116,11 @@ func TestFitKeepsEveryLineDeclareAccepts(t *testing.T) {
 	}
 }
 
-// TestFitFailsTheRunThatRemovesAWholeGeneration: a node declared to the
-// budget whose host also removes as many orphans of the generation
-// before, each with a long detail, sends its recovery copy whole and is
-// failed for that run by a line that says why, not outstanding.
-func TestFitFailsTheRunThatRemovesAWholeGeneration(t *testing.T) {
+// TestFitFailsARunWhoseOrphansDoNotFit: a node declared to the budget
+// whose host also removes orphans of the generation before, which the
+// budget leaves no room for, sends its recovery copy whole and is failed
+// for that run by a line that says why, not outstanding.
+func TestFitFailsARunWhoseOrphansDoNotFit(t *testing.T) {
 	long := strings.Repeat("x", 4000)
 	r := header()
 	for _, s := range budgetFull("now", 3000) {
@@ -129,8 +129,9 @@ func TestFitFailsTheRunThatRemovesAWholeGeneration(t *testing.T) {
 		r.Lines = append(r.Lines, l)
 		r.Ledger = append(r.Ledger, e)
 	}
-	for _, s := range budgetFull("before", 3000) {
-		r.Lines = append(r.Lines, outcome.Line{ID: s.ID(), Status: outcome.Removed, Detail: long})
+	// More than the 1 MiB reserve of orphans' lines.
+	for _, s := range budgetFull("before", 3000)[:1000] {
+		r.Lines = append(r.Lines, outcome.Line{ID: s.ID(), Status: outcome.Removed})
 	}
 	p, sent, err := Fit(r)
 	if err != nil {
