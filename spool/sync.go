@@ -24,8 +24,8 @@ type SyncOptions struct {
 	Check bool
 	// DryRun reads and checks what would be copied but writes nothing.
 	DryRun bool
-	// Workers is how many objects are copied at once (default
-	// DefaultSyncWorkers).
+	// Workers is how many objects are copied at once, and how many
+	// goroutines walk two directory spools (default DefaultSyncWorkers).
 	Workers int
 	// MaxObject bounds the size of one object (default DefaultMaxObject).
 	MaxObject int64
@@ -83,16 +83,23 @@ var ErrDamaged = errors.New("damaged objects not copied")
 // reading content (unless Check is set), except the small objects that
 // decide a generation and the mesh (AlwaysCompared), which are compared by
 // content, so that two commits of one generation are a conflict even when
-// they have the same size. Where a listing gives ETags (S3), equal tags,
-// or a tag that is the MD5 of the other side's bytes in a directory, show
-// equal content without a GET, so a sync from or to S3 with nothing new
-// costs its listings alone (one request per 1,000 objects). Each object dst lacks is read from
-// src, checked (size as listed, Validate), put to dst, and read back from
-// dst and compared (size and SHA-256) with what was read. Temp files are
-// never listed, so never copied. Commits (commit/<generation>) are copied
-// last, after every other object, and a commit is held back if any object
-// of its generation could not be copied: at the destination a generation
-// never appears before its declarations.
+// they have the same size. Those are compared by their bytes, never by
+// size and modification time as rsync does: a copy made by cp -p or
+// rsync -a keeps the times of what it copied, FAT keeps them to 2
+// seconds, and a record damaged or rewritten in place can keep both.
+// Where a listing gives ETags (S3), equal tags, or a tag that is the MD5
+// of the other side's bytes in a directory, show equal content without a
+// GET, so a sync from or to S3 with nothing new costs its listings alone
+// (one request per 1,000 objects). Two directory spools are walked in
+// step instead of listed, by several goroutines (see matchDirs).
+//
+// Each object dst lacks is read from src, checked (size as listed,
+// Validate), put to dst, and read back from dst and compared (size and
+// SHA-256) with what was read. Temp files are never listed, so never
+// copied. Commits (commit/<generation>) are copied last, after every other
+// object, and a commit is held back if any object of its generation could
+// not be copied: at the destination a generation never appears before its
+// declarations.
 //
 // An interrupted sync leaves dst with whole objects only; running it again
 // copies what is still missing. Objects that exist on both sides with
@@ -108,34 +115,18 @@ func Sync(ctx context.Context, src, dst Spool, opts SyncOptions) (SyncResult, er
 	if opts.MaxObject <= 0 {
 		opts.MaxObject = DefaultMaxObject
 	}
-	srcObjs, dstObjs, err := listBoth(ctx, src, dst)
+	var plan syncPlan
+	var err error
+	if s, d, ok := bothDirs(src, dst); ok {
+		err = plan.matchDirs(ctx, s, d, opts)
+	} else {
+		err = plan.matchListed(ctx, src, dst, opts)
+	}
 	if err != nil {
 		return SyncResult{}, err
 	}
-	var copies, commits, compares []syncTask
-	i, j := 0, 0
-	var res SyncResult
-	for i < len(srcObjs) {
-		s := srcObjs[i]
-		switch {
-		case j < len(dstObjs) && dstObjs[j].Name < s.Name:
-			j++ // only at the destination: nothing to do
-			continue
-		case j < len(dstObjs) && dstObjs[j].Name == s.Name:
-			d := dstObjs[j]
-			if d.Size != s.Size || opts.Check || AlwaysCompared(s.Name) {
-				compares = append(compares, syncTask{src: s, isCompare: true, dstSize: d.Size, dstETag: d.ETag})
-			} else {
-				res.Skipped++
-			}
-			j++
-		case strings.HasPrefix(s.Name, CommitPrefix):
-			commits = append(commits, syncTask{src: s})
-		default:
-			copies = append(copies, syncTask{src: s})
-		}
-		i++
-	}
+	copies, commits, compares := plan.copies, plan.commits, plan.compares
+	res := SyncResult{Skipped: plan.skipped}
 	r := &syncRun{src: src, dst: dst, opts: opts, res: res}
 	r.total = len(copies) + len(commits) + len(compares)
 	// Everything but commits first; what of a generation could not be
@@ -173,6 +164,62 @@ func AlwaysCompared(name string) bool {
 		}
 	}
 	return false
+}
+
+// syncPlan is what a sync found to do, in order of name: the objects on
+// both sides to compare, the objects only the source has (commits apart),
+// and how many objects on both sides were shown equal already.
+type syncPlan struct {
+	compares, copies, commits []syncTask
+	skipped                   int
+}
+
+// both plans an object present on both sides: equal sizes show it equal,
+// unless its content must be compared (Check, AlwaysCompared).
+func (p *syncPlan) both(s Info, dstSize int64, dstETag string, opts SyncOptions) {
+	if dstSize != s.Size || opts.Check || AlwaysCompared(s.Name) {
+		p.compares = append(p.compares, syncTask{src: s, isCompare: true, dstSize: dstSize, dstETag: dstETag})
+		return
+	}
+	p.skipped++
+}
+
+// srcOnly plans an object the destination lacks.
+func (p *syncPlan) srcOnly(s Info) {
+	if strings.HasPrefix(s.Name, CommitPrefix) {
+		p.commits = append(p.commits, syncTask{src: s})
+		return
+	}
+	p.copies = append(p.copies, syncTask{src: s})
+}
+
+// add appends the plan of objects that come after p's by name.
+func (p *syncPlan) add(q *syncPlan) {
+	p.compares = append(p.compares, q.compares...)
+	p.copies = append(p.copies, q.copies...)
+	p.commits = append(p.commits, q.commits...)
+	p.skipped += q.skipped
+}
+
+// matchListed plans a sync from both spools' listings, merged by name.
+func (p *syncPlan) matchListed(ctx context.Context, src, dst Spool, opts SyncOptions) error {
+	srcObjs, dstObjs, err := listBoth(ctx, src, dst)
+	if err != nil {
+		return err
+	}
+	j := 0
+	for _, s := range srcObjs {
+		for j < len(dstObjs) && dstObjs[j].Name < s.Name {
+			j++ // only at the destination: nothing to do
+		}
+		if j < len(dstObjs) && dstObjs[j].Name == s.Name {
+			p.both(s, dstObjs[j].Size, dstObjs[j].ETag, opts)
+			j++
+			continue
+		}
+		p.srcOnly(s)
+	}
+	return nil
 }
 
 // result returns the result so far, issues in order of name.
