@@ -112,16 +112,25 @@ func benchParse(b testing.TB, src string) *declaration.Declaration {
 // generation (the steady state, so reading the previous manifest and the
 // diff are included). lists=per-node gives every node a resource of its
 // own; spool=discard drops the nodes' bundles instead of writing them, to
-// separate computing from writing. peak-RSS-MiB is the whole process's
-// high-water mark, fixture included: run one case at a time to read it.
+// separate computing from writing; spool=s3 writes them to versitygw on
+// loopback, whose CPU time is reported beside muster's (store-cpu-s/op).
+// peak-RSS-MiB is the whole process's high-water mark, fixture included:
+// run one case at a time to read it.
 func BenchmarkDeclare(b *testing.B) {
 	for _, nodes := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
 			for _, perNode := range []bool{false, true} {
 				b.Run(map[bool]string{false: "lists=shared", true: "lists=per-node"}[perNode], func(b *testing.B) {
-					for _, discard := range []bool{false, true} {
-						b.Run(map[bool]string{false: "spool=dir", true: "spool=discard"}[discard], func(b *testing.B) {
-							benchDeclare(b, nodes, perNode, false, discard)
+					for _, sp := range []string{"dir", "discard", "s3"} {
+						b.Run("spool="+sp, func(b *testing.B) {
+							f := newFixture(b)
+							switch sp {
+							case "discard":
+								f.m.Spool = discardDecls{f.m.Spool}
+							case "s3":
+								onS3(b, f)
+							}
+							benchDeclareOn(b, f, nodes, perNode, false)
 						})
 					}
 				})
@@ -139,7 +148,7 @@ func BenchmarkDeclareTemplates(b *testing.B) {
 		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
 			for _, templates := range []bool{false, true} {
 				b.Run(map[bool]string{false: "templates=0", true: "templates=2"}[templates], func(b *testing.B) {
-					benchDeclare(b, nodes, false, templates, false)
+					benchDeclare(b, nodes, false, templates)
 				})
 			}
 		})
@@ -153,9 +162,20 @@ func BenchmarkDeclareTemplates(b *testing.B) {
 //	MUSTER_BENCH_FLEET=1 go test -run '^$' -bench DeclareFleet -benchtime 1x -timeout 1h ./internal/declare
 func BenchmarkDeclareFleet(b *testing.B) {
 	simfleet.Enabled(b)
+	f := newFixture(b)
+	onS3(b, f)
+	benchDeclareOn(b, f, 100_000, false, false)
+}
+
+func benchDeclare(b *testing.B, nodes int, perNode, templates bool) {
+	benchDeclareOn(b, newFixture(b), nodes, perNode, templates)
+}
+
+// onS3 moves f's mesh to an S3 spool on a versitygw of its own, started
+// for the benchmark, with the mesh's public keys copied over.
+func onS3(b *testing.B, f *fixture) {
 	srv := s3server.Start(b)
 	srv.SetEnv(b)
-	f := newFixture(b)
 	sp, err := spool.Open(srv.URL("mesh"))
 	if err != nil {
 		b.Fatal(err)
@@ -168,15 +188,7 @@ func BenchmarkDeclareFleet(b *testing.B) {
 		b.Fatal(err)
 	}
 	f.m.Spool = sp
-	benchDeclareOn(b, f, 100_000, false, false)
-}
-
-func benchDeclare(b *testing.B, nodes int, perNode, templates, discard bool) {
-	f := newFixture(b)
-	if discard {
-		f.m.Spool = discardDecls{f.m.Spool}
-	}
-	benchDeclareOn(b, f, nodes, perNode, templates)
+	f.store = srv
 }
 
 func benchDeclareOn(b *testing.B, f *fixture, nodes int, perNode, templates bool) {
@@ -188,6 +200,10 @@ func benchDeclareOn(b *testing.B, f *fixture, nodes int, perNode, templates bool
 	srcs := [2]string{benchSource(nodes, perNode, templates, 1), benchSource(nodes, perNode, templates, 2)}
 	b.ReportAllocs()
 	cpu0 := cpuTime()
+	var store0 time.Duration
+	if f.store != nil {
+		store0 = f.store.CPUTime()
+	}
 	i := 0
 	for b.Loop() {
 		i++
@@ -203,6 +219,9 @@ func benchDeclareOn(b *testing.B, f *fixture, nodes int, perNode, templates bool
 	// machine and make wall time noisy.
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/declare")
 	b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(b.N), "cpu-s/op")
+	if f.store != nil {
+		b.ReportMetric((f.store.CPUTime()-store0).Seconds()/float64(b.N), "store-cpu-s/op")
+	}
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
 		b.ReportMetric(float64(ru.Maxrss)/1024, "peak-RSS-MiB")

@@ -16,6 +16,7 @@ import (
 	"github.com/muster-tool/muster/internal/keys"
 	"github.com/muster-tool/muster/internal/mesh"
 	"github.com/muster-tool/muster/internal/outcome"
+	"github.com/muster-tool/muster/internal/testutil/s3server"
 	"github.com/muster-tool/muster/spool"
 )
 
@@ -33,6 +34,7 @@ type fixture struct {
 	reg    *enrol.Registry
 	briefs map[string]*brief.Briefing
 	pairs  map[string]*keys.Pair // by node name
+	store  *s3server.Server      // when the spool is on S3 (benchmarks)
 }
 
 func newFixture(t testing.TB) *fixture {
