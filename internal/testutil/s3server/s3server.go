@@ -263,6 +263,10 @@ func (s *Server) start() error {
 		"--secret", SecretKey,
 		"--region", Region,
 		"--quiet",
+		// Keep connections open between requests, as AWS S3 and the
+		// other stores do: without it every request is a new TCP
+		// connection, which is the test server's cost, not muster's.
+		"--keep-alive",
 		"posix", s.root)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
