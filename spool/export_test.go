@@ -20,3 +20,7 @@ func WithoutNoReplace(d *Dir) {
 // SyncfsTrusted reports whether PutMany makes a batch durable with one
 // syncfs(2) of d's filesystem instead of an fsync per file.
 func SyncfsTrusted(d *Dir) bool { return d.syncfs() == nil }
+
+// S3BatchPuts is how many PUTs of batches one S3 spool has in flight at
+// most.
+const S3BatchPuts = s3BatchPuts

@@ -161,6 +161,8 @@ type S3 struct {
 	endpoint string // for messages and hints
 	base     string // the key prefix of every object: Prefix+"/", or ""
 	name     string // for messages
+	// puts holds a token for each PUT of a batch in flight.
+	puts chan struct{}
 }
 
 // OpenS3 opens the S3 spool cfg describes. It does not contact the store
@@ -206,6 +208,7 @@ func OpenS3(cfg S3Config) (*S3, error) {
 		cfg:      cfg,
 		store:    &s3Retry{next: client, budget: cfg.Timeout, attempts: cfg.Attempts, backoff: cfg.Backoff, maxBackoff: cfg.MaxBackoff},
 		endpoint: client.Endpoint(),
+		puts:     make(chan struct{}, s3BatchPuts),
 	}
 	if cfg.Prefix != "" {
 		s.base = cfg.Prefix + "/"
@@ -223,23 +226,37 @@ func (s *S3) Config() S3Config { return s.cfg }
 
 func (s *S3) key(name string) string { return s.base + name }
 
-// s3BatchPuts bounds the PUTs PutMany has in flight on one S3 spool: a
-// store answers each on its own, so sending them one after another only
-// adds round trips.
+// s3BatchPuts bounds the PUTs that PutMany and PutManyNew have in flight
+// on one S3 spool, however many batches are being put at once: a store
+// answers each PUT on its own, so sending them one after another only
+// adds round trips, and more at once than the HTTP client keeps
+// connections open for (s3client.IdleConns) would open and close a
+// connection for the PUTs past it.
 const s3BatchPuts = 32
 
-// putMany sends the batch's conditional PUTs s3BatchPuts at a time, each
-// with Put's guarantees; the first error stops new ones.
+// putMany sends the batch's conditional PUTs at most s3BatchPuts at a
+// time on the spool, each with Put's guarantees; the first error stops
+// new ones.
 func (s *S3) putMany(ctx context.Context, objs []Object) error {
-	return workpool.Run(ctx, len(objs), s3BatchPuts, func(i int) error {
-		return s.Put(ctx, objs[i].Name, objs[i].Data)
-	})
+	return s.putBatch(ctx, objs, s.Put)
 }
 
 // putManyNew is putMany with PutNew.
 func (s *S3) putManyNew(ctx context.Context, objs []Object) error {
-	return workpool.Run(ctx, len(objs), s3BatchPuts, func(i int) error {
-		return s.PutNew(ctx, objs[i].Name, objs[i].Data)
+	return s.putBatch(ctx, objs, s.PutNew)
+}
+
+// putBatch calls put for each object, with a token of s.puts held for
+// each call in flight.
+func (s *S3) putBatch(ctx context.Context, objs []Object, put func(ctx context.Context, name string, data []byte) error) error {
+	return workpool.Run(ctx, len(objs), cap(s.puts), func(i int) error {
+		select {
+		case s.puts <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		defer func() { <-s.puts }()
+		return put(ctx, objs[i].Name, objs[i].Data)
 	})
 }
 

@@ -462,3 +462,41 @@ func TestS3ConditionalPut(t *testing.T) {
 		t.Errorf("Put over another writer's object: %v, want ErrConflict naming it", err)
 	}
 }
+
+// Batches put at once on one S3 spool share its bound on PUTs in flight,
+// and every PUT goes over a connection kept open from an earlier one: a
+// declare of 100,000 nodes puts four batches at a time, and a connection
+// opened and closed per PUT costs the mesh and the store more than the
+// PUT itself.
+func TestS3BatchesShareConnections(t *testing.T) {
+	srv := s3server.Start(t)
+	srv.SetEnv(t)
+	px := srv.Proxy(t)
+	sp, err := spool.Open(px.URL("batches"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const batches, size = 4, 100
+	var wg sync.WaitGroup
+	for b := range batches {
+		objs := make([]spool.Object, size)
+		for i := range objs {
+			objs[i] = spool.Object{Name: fmt.Sprintf("decl/00000000000000000001/run%d/node%03d", b, i), Data: fmt.Appendf(nil, "bundle %d %d", b, i)}
+		}
+		wg.Go(func() {
+			if err := spool.PutManyNew(t.Context(), sp, objs); err != nil {
+				t.Errorf("batch %d: %v", b, err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := px.Count()[s3server.KindPut]; n != batches*size {
+		t.Errorf("%d PUTs, want %d", n, batches*size)
+	}
+	// A PUT that finds no idle connection dials one, and takes an idle
+	// one instead if it frees first: a few more connections than PUTs in
+	// flight is HTTP/1.1's way, one per PUT is not.
+	if n := px.Conns(); n > 2*spool.S3BatchPuts {
+		t.Errorf("%d connections opened for %d PUTs, want at most %d (twice the PUTs in flight)", n, batches*size, 2*spool.S3BatchPuts)
+	}
+}

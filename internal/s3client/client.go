@@ -113,6 +113,12 @@ func endpointHost(scheme, endpoint string) (string, error) {
 	return endpoint, nil
 }
 
+// IdleConns is how many connections to the store the client keeps open
+// between requests: more than any caller has requests in flight at once
+// (spool puts 32 at a time), since a request finding none idle opens a
+// connection, and one finding the idle ones all kept closes its own after.
+const IdleConns = 256
+
 // newHTTPClient is an HTTP client whose waits are bounded: connecting and
 // waiting for an answer to begin never take longer than answer, so that a
 // store that accepts connections and says nothing is noticed within it.
@@ -124,8 +130,8 @@ func newHTTPClient(answer time.Duration) *http.Client {
 				Timeout:   answer,
 				KeepAlive: 30 * time.Second,
 			}).DialContext,
-			MaxIdleConns:          256,
-			MaxIdleConnsPerHost:   32,
+			MaxIdleConns:          IdleConns,
+			MaxIdleConnsPerHost:   IdleConns,
 			IdleConnTimeout:       time.Minute,
 			TLSHandshakeTimeout:   answer,
 			ResponseHeaderTimeout: answer,

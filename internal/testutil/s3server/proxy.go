@@ -19,8 +19,9 @@ import (
 type Proxy struct {
 	addr string
 
-	mu   sync.Mutex
-	seen []string // "KIND /path", in order
+	mu    sync.Mutex
+	seen  []string // "KIND /path", in order
+	conns int      // connections clients opened
 }
 
 // Request kinds as Proxy counts them: a listing (GET of the bucket) is
@@ -46,7 +47,13 @@ func (s *Server) Proxy(t testing.TB) *Proxy {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.count(r)
 		rp.ServeHTTP(w, r)
-	})}
+	}), ConnState: func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			p.mu.Lock()
+			p.conns++
+			p.mu.Unlock()
+		}
+	}}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
 	return p
@@ -75,11 +82,20 @@ func (p *Proxy) URL(prefix string) string {
 // Endpoint is the proxy's host:port.
 func (p *Proxy) Endpoint() string { return p.addr }
 
-// Reset forgets the requests counted so far.
+// Reset forgets the requests and connections counted so far.
 func (p *Proxy) Reset() {
 	p.mu.Lock()
-	p.seen = nil
+	p.seen, p.conns = nil, 0
 	p.mu.Unlock()
+}
+
+// Conns returns how many connections clients opened to the proxy since
+// the last Reset: a client that keeps its connections open between
+// requests opens no more than it has requests in flight at once.
+func (p *Proxy) Conns() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.conns
 }
 
 // Requests returns the requests counted since the last Reset, in order,
