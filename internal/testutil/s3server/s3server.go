@@ -269,6 +269,7 @@ func (s *Server) start() error {
 		"--keep-alive",
 		"posix", s.root)
 	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = stopWithTest()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", s.bin, err)
 	}
