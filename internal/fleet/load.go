@@ -95,6 +95,10 @@ func Load(ctx context.Context, m *mesh.Mesh, reg *enrol.Registry, o Options) (*S
 	if s.workers <= 0 {
 		s.workers = 2 * runtime.GOMAXPROCS(0)
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	l := startListing(ctx, m.Spool)
+	defer l.wait()
+	defer cancel()
 	spoolName, meshFP := m.Spool.String(), m.Public().Fingerprint()
 	if o.CacheDir != "" {
 		s.path = CachePath(o.CacheDir, spoolName)
@@ -116,26 +120,105 @@ func Load(ctx context.Context, m *mesh.Mesh, reg *enrol.Registry, o Options) (*S
 	for i, str := range s.cache.Strings {
 		s.strIdx[str] = uint32(i)
 	}
-	if err := s.read(ctx); err != nil {
+	if err := s.read(ctx, l); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
+// listing is the spool's reports and briefings, listed while the rest of
+// a load goes on: listing a directory spool is mostly system calls, a
+// few per node, which other CPUs make while this one reads the cache and
+// the commits.
+type listing struct {
+	wg sync.WaitGroup
+	// reports are listed in chunks, copied once into one array when the
+	// listing is done: a spool of a million reports lists them on every
+	// run, and growing one array would copy it over and over.
+	reports [][]listed
+	briefs  map[string]listed // the newest briefing of each node id
+	errs    [2]error
+}
+
+// startListing lists sp's reports and briefings in the background; wait
+// returns what was listed.
+func startListing(ctx context.Context, sp spool.Spool) *listing {
+	l := &listing{briefs: map[string]listed{}}
+	l.wg.Go(func() {
+		var last []listed
+		l.errs[0] = spool.ListQuick(ctx, sp, spool.ReportPrefix, func(i spool.Info) error {
+			nodeID, gen, seq, err := spool.ParseReportName(i.Name)
+			if err != nil {
+				return nil // spool verify reports strays
+			}
+			if len(last) == cap(last) {
+				last = make([]listed, 0, 4096)
+				l.reports = append(l.reports, nil)
+			}
+			if n := len(last); n > 0 && last[n-1].nodeID == nodeID {
+				// The node's first name holds its id for all of its
+				// reports: the other names are not kept alive.
+				nodeID = last[n-1].nodeID
+			}
+			last = append(last, listed{nodeID, gen, seq, i.Size})
+			l.reports[len(l.reports)-1] = last
+			return nil
+		})
+	})
+	l.wg.Go(func() {
+		l.errs[1] = spool.ListQuick(ctx, sp, spool.BriefPrefix, func(i spool.Info) error {
+			nodeID, seq, err := spool.ParseBriefName(i.Name)
+			if err != nil {
+				return nil // spool verify reports strays
+			}
+			if n, ok := l.briefs[nodeID]; !ok || seq > n.seq {
+				l.briefs[nodeID] = listed{nodeID, 0, seq, i.Size}
+			}
+			return nil
+		})
+	})
+	return l
+}
+
+// wait waits for the listing to finish and returns its first error.
+func (l *listing) wait() error {
+	l.wg.Wait()
+	if l.errs[0] != nil {
+		return l.errs[0]
+	}
+	return l.errs[1]
+}
+
+// allReports returns the reports listed, in name order.
+func (l *listing) allReports() []listed {
+	n := 0
+	for _, c := range l.reports {
+		n += len(c)
+	}
+	all := make([]listed, 0, n)
+	for _, c := range l.reports {
+		all = append(all, c...)
+	}
+	return all
+}
+
 // read reads what is new in the spool into the cache, and writes the
 // cache back when it learned something.
-func (s *State) read(ctx context.Context) error {
+func (s *State) read(ctx context.Context, l *listing) error {
 	if err := s.loadCommits(ctx); err != nil {
 		return err
 	}
 	if err := s.checkHistory(ctx); err != nil {
 		return err
 	}
-	kept, err := s.loadReports(ctx)
+	if err := l.wait(); err != nil {
+		return err
+	}
+	kept, err := s.loadReports(ctx, l.allReports())
 	if err != nil {
 		return err
 	}
-	if err := s.loadBriefings(ctx); err != nil {
+	if err := s.loadBriefings(ctx, l.briefs); err != nil {
 		return err
 	}
 	if err := s.loadLedgers(ctx, kept); err != nil {
@@ -371,32 +454,13 @@ func known(facts []reportFact, items []listed) bool {
 // listing).
 func sameSize(cached, listed int64) bool { return listed < 0 || cached < 0 || cached == listed }
 
-// loadReports lists every report, reuses what the cache knows and reads the
-// rest.
-func (s *State) loadReports(ctx context.Context) (map[string]*keptLedger, error) {
-	// One array for the whole listing, sized for what the cache knows:
-	// a spool of a hundred thousand reports lists them on every run.
-	n := 0
-	for _, nf := range s.cache.Nodes {
-		n += len(nf.Reports)
-	}
-	all := make([]listed, 0, n+n/8)
-	err := spool.ListQuick(ctx, s.mesh.Spool, spool.ReportPrefix, func(i spool.Info) error {
-		name, size := i.Name, i.Size
-		nodeID, gen, seq, err := spool.ParseReportName(name)
-		if err != nil {
-			return nil // spool verify reports strays
-		}
-		all = append(all, listed{nodeID, gen, seq, size})
-		s.Stats.Reports++
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
+// loadReports reuses what the cache knows of the reports listed and reads
+// the rest.
+func (s *State) loadReports(ctx context.Context, all []listed) (map[string]*keptLedger, error) {
+	s.Stats.Reports = len(all)
 	// The listing is in name order, so each node's reports come together,
 	// oldest first.
-	byNode := map[string][]listed{}
+	byNode := make(map[string][]listed, len(s.cache.Nodes))
 	for i := 0; i < len(all); {
 		j := i + 1
 		for j < len(all) && all[j].nodeID == all[i].nodeID {
@@ -473,8 +537,15 @@ func (s *State) loadReports(ctx context.Context) (map[string]*keptLedger, error)
 	s.Stats.ReportsRead = len(jobs)
 	var mu sync.Mutex
 	kept := map[string]*keptLedger{}
-	err = workpool.Run(ctx, len(jobs), s.workers, func(k int) error {
-		jb := jobs[k]
+	// Identical ledgers are kept once until loadLedgers files them by
+	// sum: nodes of one role own the same things, and a fleet's worth of
+	// copies would otherwise be held through the whole read.
+	same := map[[32]byte][]byte{}
+	// Newest first: each node's reports are in its jobs oldest first, and
+	// only the newest usable one's ledger is kept, so read from the end
+	// the older ones rarely need theirs encoded.
+	err := workpool.Run(ctx, len(jobs), s.workers, func(k int) error {
+		jb := jobs[len(jobs)-1-k]
 		f, entries, err := s.readReport(ctx, jb.id, jb.fact.Gen, jb.fact.Seq)
 		if err != nil {
 			return err
@@ -495,8 +566,14 @@ func (s *State) loadReports(ctx context.Context) (map[string]*keptLedger, error)
 		if err != nil {
 			return err
 		}
+		sum := sha256.Sum256(data)
 		mu.Lock()
 		if prev := kept[jb.id.NodeID]; prev == nil || f.Gen > prev.gen || f.Gen == prev.gen && f.Seq > prev.seq {
+			if d, ok := same[sum]; ok {
+				data = d
+			} else {
+				same[sum] = data
+			}
 			kept[jb.id.NodeID] = &keptLedger{f.Gen, f.Seq, data}
 		}
 		mu.Unlock()
@@ -617,26 +694,7 @@ func cloneLines(ls []outcome.Line) []outcome.Line {
 
 // loadBriefings reads the newest briefing of every trusted identity that
 // the cache does not have.
-func (s *State) loadBriefings(ctx context.Context) error {
-	type newestBrief struct {
-		seq  uint64
-		size int64
-	}
-	newest := map[string]newestBrief{}
-	err := spool.ListQuick(ctx, s.mesh.Spool, spool.BriefPrefix, func(i spool.Info) error {
-		name, size := i.Name, i.Size
-		node, seq, err := spool.ParseBriefName(name)
-		if err != nil {
-			return nil // spool verify reports strays
-		}
-		if n, ok := newest[node]; !ok || seq > n.seq {
-			newest[node] = newestBrief{seq, size}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
+func (s *State) loadBriefings(ctx context.Context, newest map[string]listed) error {
 	active := map[string]bool{}
 	type job struct {
 		id   *enrol.Identity

@@ -25,7 +25,11 @@ import (
 // a new one.
 func (s *State) Refresh(ctx context.Context) error {
 	s.gens, s.unknown, s.Forks, s.Warnings, s.Stats = nil, nil, nil, nil, Stats{}
-	return s.read(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	l := startListing(ctx, s.mesh.Spool)
+	defer l.wait()
+	defer cancel()
+	return s.read(ctx, l)
 }
 
 // Target is what a wait waits for: applied=N, at least N of the nodes in
