@@ -749,12 +749,26 @@ func TestEncodeErrors(t *testing.T) {
 	}
 }
 
-// The shared zstd encoder and decoder are used from many goroutines at once.
+// The shared zstd encoder and decoder, and the pooled buffers records are
+// built in, are used from many goroutines at once; what Seal and Sign
+// return stays whole after later calls.
 func TestConcurrent(t *testing.T) {
 	mesh, node := testSigner("mesh"), testIdentity(t, "node")
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
+			type kept struct {
+				c    Context
+				p, b []byte
+			}
+			var signed []kept
+			defer func() {
+				for _, k := range signed {
+					if got, err := OpenSigned(k.b, k.c, pub(mesh)); err != nil || !bytes.Equal(got, k.p) {
+						t.Errorf("goroutine %d: signed %s later: %q, %v", g, k.c.Name, got, err)
+					}
+				}
+			}()
 			for i := range 10 {
 				p := []byte(fmt.Sprintf("goroutine = %d\niteration = %d\n%s", g, i, strings.Repeat("pad ", g*100)))
 				c := Context{Kind: "report", Node: fmt.Sprintf("n%d", g), Name: fmt.Sprintf("r/%d/%d", g, i)}
@@ -768,6 +782,11 @@ func TestConcurrent(t *testing.T) {
 					t.Errorf("goroutine %d: %q, %v", g, got, err)
 					return
 				}
+				if data, err = Sign(p, c, mesh); err != nil {
+					t.Error(err)
+					return
+				}
+				signed = append(signed, kept{c, p, data})
 			}
 		})
 	}

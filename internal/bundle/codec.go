@@ -7,43 +7,73 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"filippo.io/age"
 )
 
+// recordBufs holds the buffers records are built in. A record is copied
+// out (into age's stream, or behind a header line) as soon as it is made,
+// so a declare's sealing reuses a few buffers instead of allocating one
+// per node, sized for the payload before compression.
+var recordBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledRecord is the largest buffer kept for reuse: a rare large
+// bundle's buffer is left to the collector rather than held.
+const maxPooledRecord = 256 << 10
+
+// withRecord builds the record of payload for mode m and context c in a
+// pooled buffer and passes it to use, which must not keep it.
+func withRecord(m Mode, payload []byte, c Context, signer ed25519.PrivateKey, use func(rec []byte) error) error {
+	buf := recordBufs.Get().(*[]byte)
+	msg, rec, err := record(*buf, m, payload, c, signer)
+	if err == nil {
+		err = use(rec)
+	}
+	if cap(msg) <= maxPooledRecord {
+		*buf = msg[:0]
+	}
+	recordBufs.Put(buf)
+	return err
+}
+
 // record compresses payload and signs it for mode m and context c,
-// returning the signed record. The record is built behind the signed-message
-// prefix so that ed25519 signs it in place.
-func record(m Mode, payload []byte, c Context, signer ed25519.PrivateKey) ([]byte, error) {
+// returning the signed record, rec, built in dst's room if it has enough.
+// The record is built behind the signed-message prefix so that ed25519
+// signs it in place; msg is the whole buffer, prefix and all.
+func record(dst []byte, m Mode, payload []byte, c Context, signer ed25519.PrivateKey) (msg, rec []byte, err error) {
 	subj := subject(c)
 	if len(signer) != ed25519.PrivateKeySize {
-		return nil, fmt.Errorf("%s: signer key is %d bytes, not %d", subj, len(signer), ed25519.PrivateKeySize)
+		return dst, nil, fmt.Errorf("%s: signer key is %d bytes, not %d", subj, len(signer), ed25519.PrivateKeySize)
 	}
 	if err := checkContext(c); err != nil {
-		return nil, fmt.Errorf("%s: %w", subj, err)
+		return dst, nil, fmt.Errorf("%s: %w", subj, err)
 	}
 	if len(payload) > MaxPayload {
-		return nil, fmt.Errorf("%s: %w: payload is %d bytes, limit is %d", subj, ErrTooLarge, len(payload), MaxPayload)
+		return dst, nil, fmt.Errorf("%s: %w: payload is %d bytes, limit is %d", subj, ErrTooLarge, len(payload), MaxPayload)
 	}
 	prefix := signedPrefix(m)
 	// Room for an incompressible payload up to 64 KiB; the encoder grows
 	// the buffer beyond that.
-	msg := make([]byte, 0, len(prefix)+innerFixed+len(c.Kind)+len(c.Node)+len(c.Name)+min(len(payload), 64<<10)+64)
+	msg = dst[:0]
+	if need := len(prefix) + innerFixed + len(c.Kind) + len(c.Node) + len(c.Name) + min(len(payload), 64<<10) + 64; cap(msg) < need {
+		msg = make([]byte, 0, need)
+	}
 	msg = append(msg, prefix...)
 	msg = appendInnerHead(msg, signer.Public().(ed25519.PublicKey), c)
 	lenAt := len(msg)
 	msg = append(msg, 0, 0, 0, 0)
-	msg, err := appendCompressed(msg, payload)
+	msg, err = appendCompressed(msg, payload)
 	if err != nil {
-		return nil, fmt.Errorf("%s: compressing payload: %w", subj, err)
+		return dst, nil, fmt.Errorf("%s: compressing payload: %w", subj, err)
 	}
 	n := len(msg) - lenAt - 4
 	if n > MaxCompressed {
-		return nil, fmt.Errorf("%s: %w: compressed payload is %d bytes, limit is %d", subj, ErrTooLarge, n, MaxCompressed)
+		return dst, nil, fmt.Errorf("%s: %w: compressed payload is %d bytes, limit is %d", subj, ErrTooLarge, n, MaxCompressed)
 	}
 	binary.BigEndian.PutUint32(msg[lenAt:], uint32(n))
 	msg = append(msg, ed25519.Sign(signer, msg)...)
-	return msg[len(prefix):], nil
+	return msg, msg[len(prefix):], nil
 }
 
 func seal(payload []byte, c Context, signer ed25519.PrivateKey, recipients []age.Recipient) ([]byte, error) {
@@ -56,21 +86,23 @@ func seal(payload []byte, c Context, signer ed25519.PrivateKey, recipients []age
 			return nil, fmt.Errorf("%s: recipient %d is nil", subj, i)
 		}
 	}
-	rec, err := record(Sealed, payload, c, signer)
+	var body bytes.Buffer
+	err := withRecord(Sealed, payload, c, signer, func(rec []byte) error {
+		body.Grow(len(rec) + 256*len(recipients) + 128)
+		w, err := age.Encrypt(&body, recipients...)
+		if err != nil {
+			return fmt.Errorf("%s: encrypting: %w", subj, err)
+		}
+		if _, err := w.Write(rec); err != nil {
+			return fmt.Errorf("%s: encrypting: %w", subj, err)
+		}
+		if err := w.Close(); err != nil {
+			return fmt.Errorf("%s: encrypting: %w", subj, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	var body bytes.Buffer
-	body.Grow(len(rec) + 256*len(recipients) + 128)
-	w, err := age.Encrypt(&body, recipients...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: encrypting: %w", subj, err)
-	}
-	if _, err := w.Write(rec); err != nil {
-		return nil, fmt.Errorf("%s: encrypting: %w", subj, err)
-	}
-	if err := w.Close(); err != nil {
-		return nil, fmt.Errorf("%s: encrypting: %w", subj, err)
 	}
 	if body.Len() > MaxBody {
 		return nil, fmt.Errorf("%s: %w: body is %d bytes, limit is %d", subj, ErrTooLarge, body.Len(), MaxBody)
@@ -81,13 +113,14 @@ func seal(payload []byte, c Context, signer ed25519.PrivateKey, recipients []age
 }
 
 func sign(payload []byte, c Context, signer ed25519.PrivateKey) ([]byte, error) {
-	rec, err := record(Signed, payload, c, signer)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]byte, 0, headerMax+len(rec))
-	out = appendHeaderLine(out, Signed, len(rec))
-	return append(out, rec...), nil
+	var out []byte
+	err := withRecord(Signed, payload, c, signer, func(rec []byte) error {
+		out = make([]byte, 0, headerMax+len(rec))
+		out = appendHeaderLine(out, Signed, len(rec))
+		out = append(out, rec...)
+		return nil
+	})
+	return out, err
 }
 
 // ageInfo is what the structure of an age file tells without a key.
