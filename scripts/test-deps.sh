@@ -45,7 +45,7 @@ fi
 # staticcheck at the version `make check` is held to: a newer one may find
 # new things, which is a change to make on purpose.
 staticcheck_version=v0.8.2
-if ! "$gobin/staticcheck" -version 2>/dev/null | grep -q "(${staticcheck_version})"; then
+if ! "$gobin/staticcheck" -version 2>/dev/null | grep -q "(${staticcheck_version#v})"; then
 	echo "test-deps: installing staticcheck $staticcheck_version" >&2
 	go install honnef.co/go/tools/cmd/staticcheck@$staticcheck_version
 fi
