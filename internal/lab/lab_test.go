@@ -497,6 +497,10 @@ func scenario(ctx context.Context, t *testing.T, image string, a artifacts, s3 b
 		} else {
 			f.in(h, "mount", hostSpool)
 		}
+		// The run that finds the spool back sends the waiting report
+		// first and its own after it, so the mesh may see the waiting one
+		// alone for a moment: wait for the run's own.
+		f.await(gen, h.Name+"'s report of a run after the spool came back", func(n node) bool { return n.Report != nil && n.Report.End.After(h.mark) }, h.Name)
 		r := f.applied(gen, h.Name)
 		f.check(r[h.Name].Report.End.After(h.mark), h.Name+": once the spool is back, the mesh has its report of generation "+fmt.Sprint(gen))
 		log = f.journal(h, h.mark)
