@@ -3,6 +3,7 @@ package spool
 import (
 	"os"
 	"syscall"
+	"time"
 )
 
 // WithoutNoReplace makes d act as on FAT or exFAT mounted through FUSE:
@@ -24,3 +25,11 @@ func SyncfsTrusted(d *Dir) bool { return d.syncfs() == nil }
 // S3BatchPuts is how many PUTs of batches one S3 spool has in flight at
 // most.
 const S3BatchPuts = s3BatchPuts
+
+// SetStampSettle makes ListDirs give the stamps of directories changed
+// less than d before a listing, until the test ends.
+func SetStampSettle(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := stampSettle
+	stampSettle = d
+	t.Cleanup(func() { stampSettle = old })
+}

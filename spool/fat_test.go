@@ -78,6 +78,7 @@ func TestFAT(t *testing.T) {
 			t.Run("Sync", func(t *testing.T) { testFATSync(t, dirOn(t, mnt)) })
 			t.Run("PutMany", func(t *testing.T) { testFATPutMany(t, dirOn(t, mnt)) })
 			t.Run("Temps", func(t *testing.T) { testFATTemps(t, dirOn(t, mnt)) })
+			t.Run("Stamps", func(t *testing.T) { testFATStamps(t, dirOn(t, mnt)) })
 		})
 	}
 }

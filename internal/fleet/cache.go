@@ -13,6 +13,7 @@ import (
 
 	"github.com/muster-tool/muster/internal/atomicfile"
 	"github.com/muster-tool/muster/internal/outcome"
+	"github.com/muster-tool/muster/spool"
 )
 
 // The report cache remembers what earlier runs learned from the spool so
@@ -32,7 +33,13 @@ import (
 // cacheVersion changes whenever cacheData, its layout or the meaning of a
 // fact changes; an older file is then rebuilt. Versions 1 and 2 were
 // written with encoding/gob.
-const cacheVersion = 6
+const cacheVersion = 7
+
+// stampedVersion is the first format with the stamps of each node's
+// directories. A cache of the format before it is read with none, so that
+// the first run of a muster that keeps them reads every node's
+// directories once, not every report.
+const stampedVersion = 7
 
 const cacheMagic = "muster report cache\n"
 
@@ -89,6 +96,15 @@ type nodeFacts struct {
 	// report of this identity (see recovery.go), kept in
 	// cacheData.Ledgers and decoded only when asked for.
 	Ledger *ledgerRef
+	// ReportDir and BriefDir are the stamps of the node id's directories
+	// in the spool (report/<id>/, brief/<id>/) when Reports and Briefed
+	// were listed from them; the zero stamp when they are to be read
+	// next time (see spool.ListDirs).
+	ReportDir, BriefDir spool.DirStamp
+	// Briefed says that brief/<id>/ held a briefing when BriefDir was
+	// taken, BriefSeq the newest one's sequence number.
+	Briefed  bool
+	BriefSeq uint64
 }
 
 // reportFact is one report object as read and verified.

@@ -290,3 +290,90 @@ func TestCacheSizes(t *testing.T) {
 		t.Errorf("web-2 is %s, refused %+v: want its truncated report refused", find(v, "web-2").Status, v.Refused)
 	}
 }
+
+// TestCacheSkipsUnchangedDirectories: once a node's directories have
+// settled, a run with nothing new reads none of them, only stats them;
+// anything added to one, even by a copy that sets the directory's times
+// back as rsync -a does, is found.
+func TestCacheSkipsUnchangedDirectories(t *testing.T) {
+	f, ids := cacheFixture(t)
+	want := func() string {
+		t.Helper()
+		v := jsonOf(t, f.view(f.load(false), 0, Selection{All: true}))
+		f.sp.take()
+		return v
+	}
+	settle := func() { time.Sleep(spool.StampSettle + 100*time.Millisecond) }
+	// run loads with the cache and checks the answer and what was read:
+	// dirs node directories read of all, and exactly the objects gets.
+	run := func(how string, dirs int, gets ...string) {
+		t.Helper()
+		s := f.load(true)
+		got := jsonOf(t, f.view(s, 0, Selection{All: true}))
+		if read := f.sp.takeData(); strings.Join(read, " ") != strings.Join(gets, " ") {
+			t.Errorf("%s: read %q, want %q", how, read, gets)
+		}
+		if s.Stats.DirsRead != dirs || s.Stats.Dirs != 3+4 {
+			t.Errorf("%s: read %d of %d node directories, want %d of 7", how, s.Stats.DirsRead, s.Stats.Dirs, dirs)
+		}
+		if w := want(); got != w {
+			t.Errorf("%s: the cached answer differs:\n%s\nwant:\n%s", how, got, w)
+		}
+	}
+	settle()
+	f.view(f.load(true), 0, Selection{All: true})
+	f.sp.take()
+	run("nothing new", 0)
+	// A refresh (report --wait) starts from the facts it holds.
+	s := f.load(true)
+	if err := s.Refresh(f.ctx); err != nil || s.Stats.DirsRead != 0 || s.Stats.Dirs != 7 {
+		t.Errorf("a refresh with nothing new: %v, read %d of %d node directories, want 0 of 7", err, s.Stats.DirsRead, s.Stats.Dirs)
+	}
+	f.sp.take()
+
+	// An identity the registry no longer has: its unread directory's
+	// reports are refused as any of an unknown node id are.
+	db := ids["db-1"]
+	delete(f.reg.Identities, db.NodeID)
+	s = f.load(true)
+	v := f.view(s, 0, Selection{All: true})
+	if got, w := jsonOf(t, v), want(); got != w || s.Stats.DirsRead != 0 || len(v.Refused) == 0 {
+		t.Errorf("with db-1's identity gone (read %d directories), the cached answer:\n%s\nwant:\n%s", s.Stats.DirsRead, got, w)
+	}
+	f.reg.Identities[db.NodeID] = db
+	f.view(f.load(true), 0, Selection{All: true})
+	f.sp.take()
+
+	newReport := f.reportOK(ids["laptop"], 1, 1, t0.Add(5*time.Hour))
+	f.brief(ids["db-1"], 2, t0.Add(5*time.Hour), "free-root")
+	newBrief := spool.BriefName(ids["db-1"].NodeID, 2)
+	// 8 directories now: laptop's reports are new.
+	s = f.load(true)
+	if got := f.sp.takeData(); strings.Join(got, " ") != newBrief+" "+newReport {
+		t.Errorf("read %q after a new report and briefing, want only them", got)
+	}
+	if s.Stats.DirsRead != 2 || s.Stats.Dirs != 8 {
+		t.Errorf("read %d of %d node directories after a new report and briefing, want 2 of 8", s.Stats.DirsRead, s.Stats.Dirs)
+	}
+
+	// A report copied in, and the directory's times set back.
+	settle()
+	f.view(f.load(true), 0, Selection{All: true})
+	f.sp.take()
+	dir := filepath.Join(f.dir, "spool", "report", ids["web-2"].NodeID)
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := f.reportOK(ids["web-2"], 1, 2, t0.Add(6*time.Hour))
+	if err := os.Chtimes(dir, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	s = f.load(true)
+	if got := f.sp.takeData(); strings.Join(got, " ") != copied {
+		t.Errorf("read %q after a report was copied in keeping the directory's times, want %s", got, copied)
+	}
+	if s.Stats.DirsRead != 1 {
+		t.Errorf("read %d node directories after one changed, want 1", s.Stats.DirsRead)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/muster-tool/muster/internal/bincode"
 
 	"github.com/muster-tool/muster/internal/outcome"
+	"github.com/muster-tool/muster/spool"
 )
 
 // The report cache's payload is cacheData in bincode's layout, written
@@ -99,7 +100,7 @@ func appendCache(b []byte, c *cacheData) []byte {
 		if nf == nil {
 			nf = &nodeFacts{}
 		}
-		e.node(nf)
+		e.node(nf, c.Version >= stampedVersion)
 	}
 	return e.B
 }
@@ -137,7 +138,7 @@ func (e *cacheEncoder) lines(ls []outcome.Line) {
 	}
 }
 
-func (e *cacheEncoder) node(nf *nodeFacts) {
+func (e *cacheEncoder) node(nf *nodeFacts, stamped bool) {
 	e.Str(nf.Signer)
 	e.Uint(uint64(len(nf.Reports)))
 	for i := range nf.Reports {
@@ -176,6 +177,19 @@ func (e *cacheEncoder) node(nf *nodeFacts) {
 		e.Uint(l.Seq)
 		e.Raw(l.Sum[:])
 	}
+	if !stamped {
+		return
+	}
+	e.stamp(nf.ReportDir)
+	e.stamp(nf.BriefDir)
+	e.flag(nf.Briefed)
+	e.Uint(nf.BriefSeq)
+}
+
+func (e *cacheEncoder) stamp(st spool.DirStamp) {
+	e.Uint(st.Dev)
+	e.Uint(st.Ino)
+	e.Int(st.Ctime)
 }
 
 // The fewest bytes each element takes, which bound the count of a list
@@ -184,7 +198,8 @@ const (
 	minCommit   = 8  // generation, run, seconds, nanoseconds, digest, previous, its generation, expiry
 	minManifest = 9  // generation, run, six lists, wave
 	minLedger   = 33 // sum, length
-	minNode     = 5  // id, signer, reports, brief, ledger
+	minNode     = 5 // id, signer, reports, brief, ledger
+	minStamps   = 8 // two stamps of three, briefed, its seq
 	minReport   = 13 // one byte a field
 	minLine     = 4
 )
@@ -198,9 +213,16 @@ func decodeCache(s string) (*cacheData, error) {
 		return fmt.Errorf("does not decode: "+format+": %v", append(args, d.Err)...)
 	}
 	c := &cacheData{Version: int(d.Int())}
-	if d.Err == nil && c.Version != cacheVersion {
+	if d.Err == nil && c.Version != cacheVersion && c.Version != stampedVersion-1 {
 		return nil, fmt.Errorf("in another format than this muster's (format %d)", cacheVersion)
 	}
+	stamped := c.Version >= stampedVersion
+	minNode := minNode
+	if stamped {
+		minNode += minStamps
+	}
+	// Read in the format of before, it is written in this one.
+	c.Version = cacheVersion
 	c.Spool = d.Str()
 	c.Mesh = d.Str()
 	if n := d.Count(1); n > 0 {
@@ -321,6 +343,10 @@ func decodeCache(s string) (*cacheData, error) {
 				known = sum
 			}
 		}
+		if stamped {
+			nf.ReportDir, nf.BriefDir = d.stamp(), d.stamp()
+			nf.Briefed, nf.BriefSeq = d.flag(), d.Uint()
+		}
 		if _, dup := c.Nodes[id]; dup && d.Err == nil {
 			d.Failf("listed twice")
 		}
@@ -349,6 +375,10 @@ func (d *cacheDecoder) flag() bool {
 		d.Failf("a flag that is neither 0 nor 1")
 	}
 	return false
+}
+
+func (d *cacheDecoder) stamp() spool.DirStamp {
+	return spool.DirStamp{Dev: d.Uint(), Ino: d.Uint(), Ctime: d.Int()}
 }
 
 func (d *cacheDecoder) sum() (sum [32]byte) {

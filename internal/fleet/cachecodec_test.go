@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/gob"
 	"fmt"
+	"github.com/muster-tool/muster/spool"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -220,6 +221,33 @@ func TestCacheCodecCoversEveryField(t *testing.T) {
 	}
 }
 
+// TestCacheCodecReadsTheFormatBefore: a cache written before directories
+// were stamped is read with no stamps, not rebuilt: the first run of a
+// new muster reads every node's directory again, not every report.
+func TestCacheCodecReadsTheFormatBefore(t *testing.T) {
+	want := richCache()
+	for _, nf := range want.Nodes {
+		nf.ReportDir = spool.DirStamp{Dev: 1, Ino: 2, Ctime: 3}
+		nf.Briefed, nf.BriefSeq = true, 4
+	}
+	old := *want
+	old.Version = stampedVersion - 1
+	payload := appendCache(nil, &old)
+	if full := appendCache(nil, want); len(payload) >= len(full) {
+		t.Fatalf("the format before is %d bytes, the stamped one %d", len(payload), len(full))
+	}
+	got, err := decodeCache(string(payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, nf := range want.Nodes {
+		nf.ReportDir, nf.Briefed, nf.BriefSeq = spool.DirStamp{}, false, 0
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("read back:\n%s\nwant:\n%s", dumpCache(got), dumpCache(want))
+	}
+}
+
 func TestCacheCodecRefusesDamage(t *testing.T) {
 	b := appendCache(nil, richCache())
 	for i := range len(b) {
@@ -248,7 +276,7 @@ func TestCacheCodecRefusesDamage(t *testing.T) {
 		{"held and generations", append(head, 1, 1, 'x', 0, 1, 9, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0), "manifest of generation 9: 1 held nodes but 0 generations they keep"},
 		{"nanoseconds", append(head, 0, 1, 3, 0, 0, 0x80, 0x94, 0xeb, 0xdc, 0x03, 0, 0, 0), "commit of generation 3: a time of 1000000000 nanoseconds"},
 		{"twice", append(head, 0, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), "commit of generation 3: listed twice"},
-		{"flag", append(head, 0, 0, 0, 0, 1, 1, 'n', 0, 0, 2, 0), `node "n": a flag that is neither 0 nor 1`},
+		{"flag", append(head, 0, 0, 0, 0, 1, 1, 'n', 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0), `node "n": a flag that is neither 0 nor 1`},
 		{"ledger", append(append(head, 0, 0, 0, 0, 1, 1, 'n', 0, 0, 0, 1, 1, 1), make([]byte, 32)...), `node "n": its recovery copy is ledger 0000`},
 	} {
 		t.Run(c.name, func(t *testing.T) {

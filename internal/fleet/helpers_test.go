@@ -46,6 +46,12 @@ func (c *countingSpool) ListNames(ctx context.Context, prefix string, fn func(st
 	return c.Spool.(*spool.Dir).ListNames(ctx, prefix, fn)
 }
 
+// ListDirs passes the directory spool's listing of directories through,
+// with their stamps, as a report on a directory spool lists.
+func (c *countingSpool) ListDirs(ctx context.Context, prefix string, known func(string, spool.DirStamp) bool, fn func(spool.DirListing) error) error {
+	return c.Spool.(*spool.Dir).ListDirs(ctx, prefix, known, fn)
+}
+
 // listOnly hides ListNames: a spool, such as S3, whose listing comes with
 // sizes.
 type listOnly struct{ spool.Spool }

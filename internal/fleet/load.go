@@ -46,6 +46,8 @@ type Options struct {
 // opposed to what came from the cache.
 type Stats struct {
 	Reports       int // report objects listed
+	Dirs          int // node directories listed (report/<id>/, brief/<id>/)
+	DirsRead      int // of them, those read: the rest were as the cache knew them
 	ReportsRead   int // report objects read and decoded
 	Briefings     int // newest briefings of trusted identities
 	BriefingsRead int
@@ -116,6 +118,7 @@ func Load(ctx context.Context, m *mesh.Mesh, reg *enrol.Registry, o Options) (*S
 		s.cache = newCache(spoolName, meshFP)
 		s.dirty = true
 	}
+	l.setNodes(s.cache.Nodes)
 	s.strIdx = make(map[string]uint32, len(s.cache.Strings))
 	for i, str := range s.cache.Strings {
 		s.strIdx[str] = uint32(i)
@@ -129,55 +132,126 @@ func Load(ctx context.Context, m *mesh.Mesh, reg *enrol.Registry, o Options) (*S
 // listing is the spool's reports and briefings, listed while the rest of
 // a load goes on: listing a directory spool is mostly system calls, a
 // few per node, which other CPUs make while this one reads the cache and
-// the commits.
+// the commits. A node's directory whose stamp is the one the cache holds
+// is not read at all: its names are the ones the cache has (see
+// spool.ListDirs).
 type listing struct {
 	wg sync.WaitGroup
+	// nodes are the cache's facts, once ready is closed.
+	ready chan struct{}
+	nodes map[string]*nodeFacts
 	// reports are listed in chunks, copied once into one array when the
 	// listing is done: a spool of a million reports lists them on every
 	// run, and growing one array would copy it over and over.
 	reports [][]listed
-	briefs  map[string]listed // the newest briefing of each node id
-	errs    [2]error
+	// same are the node ids whose report directories are as the cache
+	// knows them: their reports are the cached facts, not listed again.
+	same   []string
+	briefs map[string]listed // the newest briefing of each node id
+	// reportDirs and briefDirs are the stamps of the node ids'
+	// directories listed.
+	reportDirs, briefDirs map[string]spool.DirStamp
+	dirs, dirsRead        [2]int // directories listed and read, of reports and briefings
+	errs                  [2]error
 }
 
-// startListing lists sp's reports and briefings in the background; wait
-// returns what was listed.
+// startListing lists sp's reports and briefings in the background; the
+// caller hands it the cache's facts with setNodes, and wait returns what
+// was listed.
 func startListing(ctx context.Context, sp spool.Spool) *listing {
-	l := &listing{briefs: map[string]listed{}}
+	l := &listing{
+		ready: make(chan struct{}), briefs: map[string]listed{},
+		reportDirs: map[string]spool.DirStamp{}, briefDirs: map[string]spool.DirStamp{},
+	}
+	// cached returns the facts of the node id whose directory below
+	// prefix is dir, if its stamp is the one recorded with them.
+	cached := func(prefix, dir string, st spool.DirStamp, stamp func(*nodeFacts) spool.DirStamp) *nodeFacts {
+		select {
+		case <-l.ready:
+		case <-ctx.Done():
+			return nil
+		}
+		nf := l.nodes[dir[len(prefix):len(dir)-1]]
+		if nf == nil || stamp(nf) != st {
+			return nil
+		}
+		return nf
+	}
+	reportDir := func(nf *nodeFacts) spool.DirStamp { return nf.ReportDir }
+	briefDir := func(nf *nodeFacts) spool.DirStamp { return nf.BriefDir }
 	l.wg.Go(func() {
 		var last []listed
-		l.errs[0] = spool.ListQuick(ctx, sp, spool.ReportPrefix, func(i spool.Info) error {
-			nodeID, gen, seq, err := spool.ParseReportName(i.Name)
-			if err != nil {
-				return nil // spool verify reports strays
-			}
+		add := func(it listed) {
 			if len(last) == cap(last) {
 				last = make([]listed, 0, 4096)
 				l.reports = append(l.reports, nil)
 			}
-			if n := len(last); n > 0 && last[n-1].nodeID == nodeID {
-				// The node's first name holds its id for all of its
-				// reports: the other names are not kept alive.
-				nodeID = last[n-1].nodeID
-			}
-			last = append(last, listed{nodeID, gen, seq, i.Size})
+			last = append(last, it)
 			l.reports[len(l.reports)-1] = last
+		}
+		l.errs[0] = spool.ListDirs(ctx, sp, spool.ReportPrefix, func(dir string, st spool.DirStamp) bool {
+			return cached(spool.ReportPrefix, dir, st, reportDir) != nil
+		}, func(d spool.DirListing) error {
+			l.dirs[0]++
+			nodeID := d.Dir[len(spool.ReportPrefix) : len(d.Dir)-1]
+			l.reportDirs[nodeID] = d.Stamp
+			if d.Known {
+				l.same = append(l.same, nodeID)
+				return nil
+			}
+			l.dirsRead[0]++
+			for k, name := range d.Names {
+				id, gen, seq, err := spool.ParseReportName(name)
+				if err != nil || id != nodeID {
+					continue // spool verify reports strays
+				}
+				add(listed{nodeID, gen, seq, sizeListed(d, k)})
+			}
 			return nil
 		})
 	})
 	l.wg.Go(func() {
-		l.errs[1] = spool.ListQuick(ctx, sp, spool.BriefPrefix, func(i spool.Info) error {
-			nodeID, seq, err := spool.ParseBriefName(i.Name)
-			if err != nil {
-				return nil // spool verify reports strays
+		l.errs[1] = spool.ListDirs(ctx, sp, spool.BriefPrefix, func(dir string, st spool.DirStamp) bool {
+			return cached(spool.BriefPrefix, dir, st, briefDir) != nil
+		}, func(d spool.DirListing) error {
+			l.dirs[1]++
+			nodeID := d.Dir[len(spool.BriefPrefix) : len(d.Dir)-1]
+			l.briefDirs[nodeID] = d.Stamp
+			if d.Known {
+				if nf := l.nodes[nodeID]; nf.Briefed {
+					l.briefs[nodeID] = listed{nodeID, 0, nf.BriefSeq, -1}
+				}
+				return nil
 			}
-			if n, ok := l.briefs[nodeID]; !ok || seq > n.seq {
-				l.briefs[nodeID] = listed{nodeID, 0, seq, i.Size}
+			l.dirsRead[1]++
+			for k, name := range d.Names {
+				id, seq, err := spool.ParseBriefName(name)
+				if err != nil || id != nodeID {
+					continue // spool verify reports strays
+				}
+				if n, ok := l.briefs[nodeID]; !ok || seq > n.seq {
+					l.briefs[nodeID] = listed{nodeID, 0, seq, sizeListed(d, k)}
+				}
 			}
 			return nil
 		})
 	})
 	return l
+}
+
+// sizeListed is the size of d's object k, -1 if the listing gave none.
+func sizeListed(d spool.DirListing, k int) int64 {
+	if d.Sizes == nil {
+		return -1
+	}
+	return d.Sizes[k]
+}
+
+// setNodes hands the listing the cache's facts, which it reads but never
+// changes until wait returns.
+func (l *listing) setNodes(nodes map[string]*nodeFacts) {
+	l.nodes = nodes
+	close(l.ready)
 }
 
 // wait waits for the listing to finish and returns its first error.
@@ -187,6 +261,20 @@ func (l *listing) wait() error {
 		return l.errs[0]
 	}
 	return l.errs[1]
+}
+
+// stamp records in the cache the stamps of the directories listed, for
+// the nodes whose facts were just made to match them; a node whose
+// directory was not listed has none.
+func (l *listing) stamp(s *State) {
+	for nodeID, nf := range s.cache.Nodes {
+		rd, bd := l.reportDirs[nodeID], l.briefDirs[nodeID]
+		n, briefed := l.briefs[nodeID]
+		if nf.ReportDir != rd || nf.BriefDir != bd || nf.Briefed != briefed || nf.BriefSeq != n.seq {
+			nf.ReportDir, nf.BriefDir, nf.Briefed, nf.BriefSeq = rd, bd, briefed, n.seq
+			s.dirty = true
+		}
+	}
 }
 
 // allReports returns the reports listed, in name order.
@@ -214,7 +302,7 @@ func (s *State) read(ctx context.Context, l *listing) error {
 	if err := l.wait(); err != nil {
 		return err
 	}
-	kept, err := s.loadReports(ctx, l.allReports())
+	kept, err := s.loadReports(ctx, l.allReports(), l.same)
 	if err != nil {
 		return err
 	}
@@ -224,6 +312,8 @@ func (s *State) read(ctx context.Context, l *listing) error {
 	if err := s.loadLedgers(ctx, kept); err != nil {
 		return err
 	}
+	l.stamp(s)
+	s.Stats.Dirs, s.Stats.DirsRead = l.dirs[0]+l.dirs[1], l.dirsRead[0]+l.dirsRead[1]
 	for id, nf := range s.cache.Nodes {
 		if len(nf.Reports) == 0 && nf.Brief == nil {
 			delete(s.cache.Nodes, id)
@@ -455,12 +545,29 @@ func known(facts []reportFact, items []listed) bool {
 func sameSize(cached, listed int64) bool { return listed < 0 || cached < 0 || cached == listed }
 
 // loadReports reuses what the cache knows of the reports listed and reads
-// the rest.
-func (s *State) loadReports(ctx context.Context, all []listed) (map[string]*keptLedger, error) {
+// the rest. unread are the node ids whose directories were not read, as
+// the cache knows them: their reports are the cached facts' names.
+func (s *State) loadReports(ctx context.Context, all []listed, unread []string) (map[string]*keptLedger, error) {
 	s.Stats.Reports = len(all)
 	// The listing is in name order, so each node's reports come together,
 	// oldest first.
 	byNode := make(map[string][]listed, len(s.cache.Nodes))
+	unchanged := make(map[string]bool, len(unread))
+	for _, nodeID := range unread {
+		nf := s.cache.Nodes[nodeID]
+		s.Stats.Reports += len(nf.Reports)
+		if id := s.reg.Identities[nodeID]; id != nil && id.Host.Sign == nf.Signer {
+			unchanged[nodeID] = true // nothing new, the common case
+			continue
+		}
+		// An identity no longer known, or verified against another
+		// key: its reports go the long way, under the names cached.
+		items := make([]listed, len(nf.Reports))
+		for i, f := range nf.Reports {
+			items[i] = listed{nodeID, f.Gen, f.Seq, -1}
+		}
+		byNode[nodeID] = items
+	}
 	for i := 0; i < len(all); {
 		j := i + 1
 		for j < len(all) && all[j].nodeID == all[i].nodeID {
@@ -525,7 +632,7 @@ func (s *State) loadReports(ctx context.Context, all []listed) (map[string]*kept
 		}
 	}
 	for nodeID, nf := range s.cache.Nodes {
-		if _, ok := byNode[nodeID]; !ok && len(nf.Reports) > 0 {
+		if _, ok := byNode[nodeID]; !ok && !unchanged[nodeID] && len(nf.Reports) > 0 {
 			nf.Reports = nil
 			s.dirty = true
 		}

@@ -56,6 +56,13 @@ func (f failingList) ListNames(ctx context.Context, prefix string, fn func(strin
 	return f.countingSpool.ListNames(ctx, prefix, fn)
 }
 
+func (f failingList) ListDirs(ctx context.Context, prefix string, known func(string, spool.DirStamp) bool, fn func(spool.DirListing) error) error {
+	if prefix == f.prefix {
+		return fmt.Errorf("spool test: list %s: %w", prefix, spool.ErrUnavailable)
+	}
+	return f.countingSpool.ListDirs(ctx, prefix, known, fn)
+}
+
 // The reports and briefings are listed while the rest of a load goes on;
 // a listing that fails still stops the load, and a Refresh, with its
 // error, whichever of the two it is.

@@ -29,6 +29,7 @@ func (s *State) Refresh(ctx context.Context) error {
 	l := startListing(ctx, s.mesh.Spool)
 	defer l.wait()
 	defer cancel()
+	l.setNodes(s.cache.Nodes)
 	return s.read(ctx, l)
 }
 
