@@ -198,8 +198,8 @@ const (
 	minCommit   = 8  // generation, run, seconds, nanoseconds, digest, previous, its generation, expiry
 	minManifest = 9  // generation, run, six lists, wave
 	minLedger   = 33 // sum, length
-	minNode     = 5 // id, signer, reports, brief, ledger
-	minStamps   = 8 // two stamps of three, briefed, its seq
+	minNode     = 5  // id, signer, reports, brief, ledger
+	minStamps   = 8  // two stamps of three, briefed, its seq
 	minReport   = 13 // one byte a field
 	minLine     = 4
 )
