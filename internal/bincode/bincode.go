@@ -14,6 +14,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Encoder appends to B.
@@ -111,4 +112,45 @@ func (d *Decoder) Count(least int) int {
 		return 0
 	}
 	return int(n)
+}
+
+// Flag appends a boolean as 0 or 1.
+func (e *Encoder) Flag(b bool) {
+	if b {
+		e.Uint(1)
+	} else {
+		e.Uint(0)
+	}
+}
+
+// Flag reads what Encoder.Flag wrote; anything but 0 or 1 fails.
+func (d *Decoder) Flag() bool {
+	switch d.Uint() {
+	case 0:
+		return false
+	case 1:
+		return true
+	}
+	if d.Err == nil {
+		d.Failf("a flag that is neither 0 nor 1")
+	}
+	return false
+}
+
+// Time appends t as Unix seconds and nanoseconds; its zone is not kept.
+func (e *Encoder) Time(t time.Time) {
+	e.Int(t.Unix())
+	e.Uint(uint64(t.Nanosecond()))
+}
+
+// Time reads what Encoder.Time wrote, in UTC; the zero time reads back as
+// the zero time.
+func (d *Decoder) Time() time.Time {
+	sec := d.Int()
+	nsec := d.Uint()
+	if nsec >= 1e9 {
+		d.Failf("a time of %d nanoseconds past the second", nsec)
+		return time.Time{}
+	}
+	return time.Unix(sec, int64(nsec)).UTC()
 }

@@ -1,17 +1,14 @@
 package fleet
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
 	"unsafe"
 
-	"github.com/muster-tool/muster/internal/atomicfile"
+	"github.com/muster-tool/muster/internal/bincode"
 	"github.com/muster-tool/muster/internal/outcome"
 	"github.com/muster-tool/muster/spool"
 )
@@ -182,20 +179,12 @@ var errNoCache = errors.New("no cache")
 
 // readCache loads the cache at path for spool and mesh.
 func readCache(path, spool, mesh string) (*cacheData, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	payload, err := bincode.ReadFile(path, cacheMagic)
+	if errors.Is(err, bincode.ErrNoFile) {
 		return nil, errNoCache
 	}
 	if err != nil {
 		return nil, err
-	}
-	rest, ok := bytes.CutPrefix(data, []byte(cacheMagic))
-	if !ok || len(rest) < sha256.Size {
-		return nil, fmt.Errorf("not a report cache")
-	}
-	sum, payload := rest[:sha256.Size], rest[sha256.Size:]
-	if got := sha256.Sum256(payload); !bytes.Equal(got[:], sum) {
-		return nil, fmt.Errorf("checksum does not match: the file is damaged")
 	}
 	// The facts' strings point into payload rather than being copied: a
 	// second copy of the cache shows in report's peak memory. payload is
@@ -216,18 +205,7 @@ func readCache(path, spool, mesh string) (*cacheData, error) {
 
 // writeCache replaces the cache at path atomically.
 func writeCache(path string, c *cacheData) error {
-	// The payload is encoded after room for the header, so it is not
-	// copied again.
-	head := len(cacheMagic) + sha256.Size
-	out := make([]byte, head)
-	copy(out, cacheMagic)
-	out = appendCache(out, c)
-	sum := sha256.Sum256(out[head:])
-	copy(out[len(cacheMagic):], sum[:])
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("report cache: %w", err)
-	}
-	if err := atomicfile.WriteFile(path, out, 0o600); err != nil {
+	if err := bincode.WriteFile(path, cacheMagic, func(b []byte) []byte { return appendCache(b, c) }); err != nil {
 		return fmt.Errorf("report cache %s: %w", path, err)
 	}
 	return nil

@@ -3,7 +3,6 @@ package fleet
 import (
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/muster-tool/muster/internal/bincode"
 
@@ -67,11 +66,11 @@ func appendCache(b []byte, c *cacheData) []byte {
 	for g, f := range c.Commits {
 		e.Uint(g)
 		e.Str(f.Run)
-		e.time(f.DeclaredAt)
+		e.Time(f.DeclaredAt)
 		e.Str(f.Digest)
 		e.Str(f.Previous)
 		e.Uint(f.PreviousGeneration)
-		e.time(f.ExpiresAt)
+		e.Time(f.ExpiresAt)
 	}
 	e.Uint(uint64(len(c.Manifests)))
 	for g, m := range c.Manifests {
@@ -106,19 +105,6 @@ func appendCache(b []byte, c *cacheData) []byte {
 }
 
 type cacheEncoder struct{ bincode.Encoder }
-
-func (e *cacheEncoder) time(t time.Time) {
-	e.Int(t.Unix())
-	e.Uint(uint64(t.Nanosecond()))
-}
-
-func (e *cacheEncoder) flag(b bool) {
-	if b {
-		e.Uint(1)
-	} else {
-		e.Uint(0)
-	}
-}
 
 func (e *cacheEncoder) indexes(xs []uint32) {
 	e.Uint(uint64(len(xs)))
@@ -158,7 +144,7 @@ func (e *cacheEncoder) node(nf *nodeFacts, stamped bool) {
 		e.Int(f.End)
 		e.Str(f.Muster)
 		e.Str(f.Commit)
-		e.flag(f.Told)
+		e.Flag(f.Told)
 	}
 	if b := nf.Brief; b == nil {
 		e.Uint(0)
@@ -182,7 +168,7 @@ func (e *cacheEncoder) node(nf *nodeFacts, stamped bool) {
 	}
 	e.stamp(nf.ReportDir)
 	e.stamp(nf.BriefDir)
-	e.flag(nf.Briefed)
+	e.Flag(nf.Briefed)
 	e.Uint(nf.BriefSeq)
 }
 
@@ -242,7 +228,7 @@ func decodeCache(s string) (*cacheData, error) {
 	c.Commits = make(map[uint64]commitFact, n)
 	for range n {
 		g := d.Uint()
-		f := commitFact{Run: d.Str(), DeclaredAt: d.time(), Digest: d.Str(), Previous: d.Str(), PreviousGeneration: d.Uint(), ExpiresAt: d.time()}
+		f := commitFact{Run: d.Str(), DeclaredAt: d.Time(), Digest: d.Str(), Previous: d.Str(), PreviousGeneration: d.Uint(), ExpiresAt: d.Time()}
 		if _, dup := c.Commits[g]; dup && d.Err == nil {
 			d.Failf("listed twice")
 		}
@@ -329,11 +315,11 @@ func decodeCache(s string) (*cacheData, error) {
 				d.report(&nf.Reports[j])
 			}
 		}
-		if d.flag() {
+		if d.Flag() {
 			briefs = append(briefs, briefFact{Seq: d.Uint(), Size: d.Int(), Time: d.Int(), Failed: d.lines()})
 			nf.Brief = &briefs[len(briefs)-1]
 		}
-		if d.flag() {
+		if d.Flag() {
 			refs = append(refs, ledgerRef{Gen: d.Uint(), Seq: d.Uint(), Sum: d.sum()})
 			nf.Ledger = &refs[len(refs)-1]
 			if sum := &nf.Ledger.Sum; (known == nil || *sum != *known) && d.Err == nil {
@@ -345,7 +331,7 @@ func decodeCache(s string) (*cacheData, error) {
 		}
 		if stamped {
 			nf.ReportDir, nf.BriefDir = d.stamp(), d.stamp()
-			nf.Briefed, nf.BriefSeq = d.flag(), d.Uint()
+			nf.Briefed, nf.BriefSeq = d.Flag(), d.Uint()
 		}
 		if _, dup := c.Nodes[id]; dup && d.Err == nil {
 			d.Failf("listed twice")
@@ -364,19 +350,6 @@ func decodeCache(s string) (*cacheData, error) {
 // cacheDecoder reads the payload; see bincode.Decoder.
 type cacheDecoder struct{ bincode.Decoder }
 
-func (d *cacheDecoder) flag() bool {
-	switch d.Uint() {
-	case 0:
-		return false
-	case 1:
-		return true
-	}
-	if d.Err == nil {
-		d.Failf("a flag that is neither 0 nor 1")
-	}
-	return false
-}
-
 func (d *cacheDecoder) stamp() spool.DirStamp {
 	return spool.DirStamp{Dev: d.Uint(), Ino: d.Uint(), Ctime: d.Int()}
 }
@@ -384,16 +357,6 @@ func (d *cacheDecoder) stamp() spool.DirStamp {
 func (d *cacheDecoder) sum() (sum [32]byte) {
 	copy(sum[:], d.Fixed(len(sum)))
 	return sum
-}
-
-func (d *cacheDecoder) time() time.Time {
-	sec := d.Int()
-	nsec := d.Uint()
-	if nsec >= 1e9 {
-		d.Failf("a time of %d nanoseconds past the second", nsec)
-		return time.Time{}
-	}
-	return time.Unix(sec, int64(nsec)).UTC()
 }
 
 // indexes reads a list of indexes into a string table of limit strings.
@@ -450,5 +413,5 @@ func (d *cacheDecoder) report(f *reportFact) {
 	f.End = d.Int()
 	f.Muster = d.Str()
 	f.Commit = d.Str()
-	f.Told = d.flag()
+	f.Told = d.Flag()
 }
