@@ -17,6 +17,8 @@ import (
 // ListDirs is spool.ListDirs for a directory spool: the directory named by
 // prefix is read once, each directory in it is stat'ed through it, and
 // only those known does not know are read, by several goroutines at once.
+// Each directory is stat'ed before it is read, so a change made while it
+// is read shows in its stamp the next time.
 func (d *Dir) ListDirs(ctx context.Context, prefix string, known func(dir string, st DirStamp) bool, fn func(DirListing) error) error {
 	if err := ValidPrefix(prefix); err != nil {
 		return err
@@ -45,16 +47,31 @@ func (d *Dir) ListDirs(ctx context.Context, prefix string, known func(dir string
 			dirs = append(dirs, e.name)
 		}
 	}
-	// In batches, so that fn sees the directories in order while the
-	// next batch is not yet started: each directory costs a stat, or a
-	// few system calls to read it, which other CPUs can make meanwhile.
+	workers := max(2, runtime.GOMAXPROCS(0))
+	// Every directory is stat'ed first: known may wait for what the
+	// caller is still loading (a cache), and the stats need none of it.
+	stamps := make([]stamped, len(dirs))
+	err = workpool.Run(ctx, len(dirs), workers, func(k int) error {
+		var err error
+		stamps[k], err = d.stampDir(fd, prefix, dirs[k], kept, start)
+		return err
+	})
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return err
+	}
+	// Then in batches, so that fn sees the directories in order while
+	// the next batch is not yet started: those known does not know are
+	// read, a few system calls each, which other CPUs can make meanwhile.
 	const batch = 256
 	res := make([]DirListing, batch)
 	for i := 0; i < len(dirs); i += batch {
 		part := dirs[i:min(i+batch, len(dirs))]
-		err := workpool.Run(ctx, len(part), max(2, runtime.GOMAXPROCS(0)), func(k int) error {
+		err := workpool.Run(ctx, len(part), workers, func(k int) error {
 			var err error
-			res[k], err = d.listDir(fd, prefix, part[k], kept, start, known)
+			res[k], err = d.listDir(fd, prefix, part[k], stamps[i+k], known)
 			return err
 		})
 		if err == nil {
@@ -75,25 +92,40 @@ func (d *Dir) ListDirs(ctx context.Context, prefix string, known func(dir string
 	return nil
 }
 
-// listDir lists directory name of the open directory fd (prefix's), which
-// ListDirs started reading at start (Unix nanoseconds).
-func (d *Dir) listDir(fd int, prefix, name string, kept bool, start int64, known func(string, DirStamp) bool) (DirListing, error) {
-	l := DirListing{Dir: prefix + name + "/"}
+// stamped is a directory's stamp, if it is one.
+type stamped struct {
+	st  DirStamp
+	dir bool
+}
+
+// stampDir stats directory name of the open directory fd (prefix's), which
+// ListDirs started listing at start (Unix nanoseconds).
+func (d *Dir) stampDir(fd int, prefix, name string, kept bool, start int64) (stamped, error) {
 	var st unix.Stat_t
 	if err := fstatat(fd, name, &st); absent(err) {
-		return l, nil
+		return stamped{}, nil
 	} else if err != nil {
-		return l, d.fail("list", l.Dir, err)
+		return stamped{}, d.fail("list", prefix+name+"/", err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return l, nil
+		return stamped{}, nil
 	}
 	if ctime := st.Ctim.Nano(); kept && start-ctime >= int64(stampSettle) {
-		l.Stamp = DirStamp{Dev: uint64(st.Dev), Ino: uint64(st.Ino), Ctime: ctime}
-		if known(l.Dir, l.Stamp) {
-			l.Known = true
-			return l, nil
-		}
+		return stamped{DirStamp{Dev: uint64(st.Dev), Ino: uint64(st.Ino), Ctime: ctime}, true}, nil
+	}
+	return stamped{dir: true}, nil
+}
+
+// listDir lists directory name of the open directory fd (prefix's), stat'ed
+// before as s.
+func (d *Dir) listDir(fd int, prefix, name string, s stamped, known func(string, DirStamp) bool) (DirListing, error) {
+	l := DirListing{Dir: prefix + name + "/", Stamp: s.st}
+	if !s.dir {
+		return l, nil
+	}
+	if !s.st.IsZero() && known(l.Dir, s.st) {
+		l.Known = true
+		return l, nil
 	}
 	sub, err := openDir(fd, name)
 	if absent(err) {
