@@ -214,6 +214,7 @@ func runEnrolAdmit(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	env.Warn(reg.Warnings)
 	env.Warn(reg.Skipped)
 	for _, a := range res.Admitted {
 		fmt.Fprintf(env.Stdio.Out, "admitted %s as identity %s%s\n", a.Name, a.NodeID, replacesNote(a.Replaces))

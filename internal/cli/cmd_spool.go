@@ -395,6 +395,7 @@ func gcRevoked(env *Env, m *mesh.Mesh) (map[string]gc.Revoked, error) {
 	if err != nil {
 		return nil, err
 	}
+	env.Warn(reg.Warnings)
 	env.Warn(reg.Skipped)
 	out := map[string]gc.Revoked{}
 	for _, n := range reg.Nodes {

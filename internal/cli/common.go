@@ -55,6 +55,7 @@ func previewAdmit(env *Env, m *mesh.Mesh) (*enrol.Registry, error) {
 	if err != nil {
 		return nil, err
 	}
+	env.Warn(reg.Warnings)
 	env.Warn(reg.Skipped)
 	for _, a := range res.Admitted {
 		fmt.Fprintf(env.Stdio.Err, "muster: dry run: would admit %s as identity %s%s\n", a.Name, a.NodeID, replacesNote(a.Replaces))
@@ -72,6 +73,7 @@ func admitPending(env *Env, m *mesh.Mesh) (*enrol.Registry, error) {
 	if err != nil {
 		return nil, err
 	}
+	env.Warn(reg.Warnings)
 	env.Warn(reg.Skipped)
 	for _, a := range res.Admitted {
 		fmt.Fprintf(env.Stdio.Err, "muster: admitted %s as identity %s%s\n", a.Name, a.NodeID, replacesNote(a.Replaces))
@@ -191,6 +193,7 @@ func readOnlyAdmit(env *Env, m *mesh.Mesh) (*enrol.Registry, error) {
 	if err != nil {
 		return nil, err
 	}
+	env.Warn(reg.Warnings)
 	env.Warn(reg.Skipped)
 	if n, err := enrol.Pending(env.Ctx, m, reg); err == nil && n > 0 {
 		waits := "waits"

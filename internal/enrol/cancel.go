@@ -173,8 +173,8 @@ func readIssued(ctx context.Context, m *mesh.Mesh, reg *Registry, want func(toke
 		mu  sync.Mutex
 		out []*Issued
 	)
-	err := eachObject(ctx, m.Spool, spool.EnrolTokenPrefix, func(name string) bool {
-		return want(strings.TrimPrefix(name, spool.EnrolTokenPrefix))
+	err := eachObject(ctx, m.Spool, spool.EnrolTokenPrefix, func(i spool.Info) bool {
+		return want(strings.TrimPrefix(i.Name, spool.EnrolTokenPrefix))
 	}, func(name string, data []byte) error {
 		tid := strings.TrimPrefix(name, spool.EnrolTokenPrefix)
 		is := new(Issued)

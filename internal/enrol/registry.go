@@ -79,6 +79,61 @@ type Registry struct {
 	junk map[string]bool
 	// journalRead is set once the journal of issued tokens is in Issued.
 	journalRead bool
+
+	// Warnings are what did not stop loading the registry but the
+	// operator should know: a registry cache that could not be used or
+	// written (see cache.go).
+	Warnings []string
+	// cache is the registry cache LoadRegistry read, used by the first
+	// refresh only. records are the records read or taken from it since:
+	// what the cache is written with, at cachePath, when recordsNew.
+	cache      *registryCache
+	records    map[string]cachedRecord
+	cachePath  string
+	recordsNew bool
+}
+
+// cached returns the record the registry cache holds for the object i
+// listed, taking it into the records to keep.
+func (r *Registry) cached(i spool.Info) (cachedRecord, bool) {
+	if r.cache == nil {
+		return cachedRecord{}, false
+	}
+	c, ok := r.cache.Records[i.Name]
+	if !ok || i.Size >= 0 && c.Size >= 0 && i.Size != c.Size {
+		return cachedRecord{}, false
+	}
+	r.records[i.Name] = c
+	return c, true
+}
+
+// remember keeps a record just read and verified, for the cache. It is
+// called under the lock of the reading in progress.
+func (r *Registry) remember(name string, c cachedRecord) {
+	if r.records == nil {
+		r.records = map[string]cachedRecord{}
+	}
+	r.records[name] = c
+	r.recordsNew = true
+}
+
+// saveCache writes the registry cache when the records differ from what
+// it held. A cache that cannot be written is a warning: the next run reads
+// more, nothing is wrong.
+func (r *Registry) saveCache(m *mesh.Mesh) {
+	if r.cache != nil && len(r.records) != len(r.cache.Records) {
+		r.recordsNew = true // some are gone from the spool
+	}
+	r.cache = nil
+	if r.cachePath == "" || !r.recordsNew {
+		return
+	}
+	c := &registryCache{Spool: m.Spool.String(), Mesh: m.Public().Fingerprint(), Records: r.records}
+	if err := writeRegistryCache(r.cachePath, c); err != nil {
+		r.Warnings = append(r.Warnings, err.Error())
+		return
+	}
+	r.recordsNew = false
 }
 
 // skip records that the record name did not verify.
@@ -134,6 +189,16 @@ func LoadRegistry(ctx context.Context, m *mesh.Mesh) (*Registry, error) {
 		Identities:  map[string]*Identity{},
 		Nodes:       map[string]*Node{},
 		revocations: map[string]*Revocation{},
+		records:     map[string]cachedRecord{},
+		cachePath:   RegistryCachePath(m.Dir, m.Spool.String()),
+	}
+	c, err := readRegistryCache(r.cachePath, m.Spool.String(), m.Public().Fingerprint())
+	if err != nil {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("registry cache %s: %v: reading the enrolment records in spool %s again", r.cachePath, err, m.Spool))
+	}
+	r.cache = c
+	if c == nil {
+		r.recordsNew = true
 	}
 	if err := r.refresh(ctx, m); err != nil {
 		return nil, err
@@ -149,8 +214,16 @@ func (r *Registry) refresh(ctx context.Context, m *mesh.Mesh) error {
 	var mu sync.Mutex
 	junk := func(name string, err error) { r.skip(&mu, name, err) }
 	fresh := func(name string) bool { mu.Lock(); defer mu.Unlock(); return !r.junk[name] }
-	err := eachObject(ctx, m.Spool, spool.EnrolAdmitPrefix, func(name string) bool {
-		return r.Admitted[strings.TrimPrefix(name, spool.EnrolAdmitPrefix)] == nil && fresh(name)
+	err := eachObject(ctx, m.Spool, spool.EnrolAdmitPrefix, func(i spool.Info) bool {
+		id := strings.TrimPrefix(i.Name, spool.EnrolAdmitPrefix)
+		if r.Admitted[id] != nil || !fresh(i.Name) {
+			return false
+		}
+		if c, ok := r.cached(i); ok && c.Admission != nil {
+			r.Admitted[id] = c.Admission
+			return false
+		}
+		return true
 	}, func(name string, data []byte) error {
 		id := strings.TrimPrefix(name, spool.EnrolAdmitPrefix)
 		var a Admission
@@ -162,14 +235,23 @@ func (r *Registry) refresh(ctx context.Context, m *mesh.Mesh) error {
 		}
 		mu.Lock()
 		r.Admitted[id] = &a
+		r.remember(name, cachedRecord{Size: int64(len(data)), Admission: &a})
 		mu.Unlock()
 		return nil
 	}, junk)
 	if err != nil {
 		return err
 	}
-	err = eachObject(ctx, m.Spool, spool.EnrolRefusedPrefix, func(name string) bool {
-		return r.Refused[strings.TrimPrefix(name, spool.EnrolRefusedPrefix)] == nil && fresh(name)
+	err = eachObject(ctx, m.Spool, spool.EnrolRefusedPrefix, func(i spool.Info) bool {
+		rest := strings.TrimPrefix(i.Name, spool.EnrolRefusedPrefix)
+		if r.Refused[rest] != nil || !fresh(i.Name) {
+			return false
+		}
+		if c, ok := r.cached(i); ok && c.Refusal != nil {
+			r.Refused[rest] = c.Refusal
+			return false
+		}
+		return true
 	}, func(name string, data []byte) error {
 		rest := strings.TrimPrefix(name, spool.EnrolRefusedPrefix)
 		tid, fp, ok := strings.Cut(rest, "/")
@@ -182,6 +264,7 @@ func (r *Registry) refresh(ctx context.Context, m *mesh.Mesh) error {
 		}
 		mu.Lock()
 		r.Refused[rest] = &rf
+		r.remember(name, cachedRecord{Size: int64(len(data)), Refusal: &rf})
 		mu.Unlock()
 		return nil
 	}, junk)
@@ -194,8 +277,16 @@ func (r *Registry) refresh(ctx context.Context, m *mesh.Mesh) error {
 	if err := r.readLabelChanges(ctx, m, signer, fresh, junk); err != nil {
 		return err
 	}
-	err = eachObject(ctx, m.Spool, spool.EnrolRevokePrefix, func(name string) bool {
-		return r.revocations[strings.TrimPrefix(name, spool.EnrolRevokePrefix)] == nil && fresh(name)
+	err = eachObject(ctx, m.Spool, spool.EnrolRevokePrefix, func(i spool.Info) bool {
+		nodeID := strings.TrimPrefix(i.Name, spool.EnrolRevokePrefix)
+		if r.revocations[nodeID] != nil || !fresh(i.Name) {
+			return false
+		}
+		if c, ok := r.cached(i); ok && c.Revocation != nil {
+			r.revocations[nodeID] = c.Revocation
+			return false
+		}
+		return true
 	}, func(name string, data []byte) error {
 		nodeID := strings.TrimPrefix(name, spool.EnrolRevokePrefix)
 		var rv Revocation
@@ -204,6 +295,7 @@ func (r *Registry) refresh(ctx context.Context, m *mesh.Mesh) error {
 		}
 		mu.Lock()
 		r.revocations[nodeID] = &rv
+		r.remember(name, cachedRecord{Size: int64(len(data)), Revocation: &rv})
 		mu.Unlock()
 		return nil
 	}, junk)
@@ -211,6 +303,7 @@ func (r *Registry) refresh(ctx context.Context, m *mesh.Mesh) error {
 		return err
 	}
 	r.build()
+	r.saveCache(m)
 	return nil
 }
 
@@ -251,8 +344,16 @@ func (r *Registry) readLabelChanges(ctx context.Context, m *mesh.Mesh, signer ed
 		r.labelChanges, r.labelsRead = map[string][]*LabelChange{}, map[string]bool{}
 	}
 	var mu sync.Mutex
-	return eachObject(ctx, m.Spool, spool.EnrolLabelPrefix, func(name string) bool {
-		return !r.labelsRead[name] && fresh(name)
+	return eachObject(ctx, m.Spool, spool.EnrolLabelPrefix, func(i spool.Info) bool {
+		if r.labelsRead[i.Name] || !fresh(i.Name) {
+			return false
+		}
+		if c, ok := r.cached(i); ok && c.Label != nil {
+			r.labelsRead[i.Name] = true
+			r.labelChanges[c.Label.NodeID] = append(r.labelChanges[c.Label.NodeID], c.Label)
+			return false
+		}
+		return true
 	}, func(name string, data []byte) error {
 		nodeID, seq, err := spool.ParseLabelName(name)
 		if err != nil {
@@ -272,6 +373,7 @@ func (r *Registry) readLabelChanges(ctx context.Context, m *mesh.Mesh, signer ed
 		defer mu.Unlock()
 		r.labelsRead[name] = true
 		r.labelChanges[nodeID] = append(r.labelChanges[nodeID], &c)
+		r.remember(name, cachedRecord{Size: int64(len(data)), Label: &c})
 		return nil
 	}, junk)
 }
@@ -412,10 +514,10 @@ func readTokensJournal(m *mesh.Mesh, issued map[string]*Issued) error {
 //
 // An error of fn is about the record: it goes to junk, and the others are
 // read on. Only an error reading the spool stops eachObject.
-func eachObject(ctx context.Context, sp spool.Spool, prefix string, want func(name string) bool, fn func(name string, data []byte) error, junk func(name string, err error)) error {
+func eachObject(ctx context.Context, sp spool.Spool, prefix string, want func(spool.Info) bool, fn func(name string, data []byte) error, junk func(name string, err error)) error {
 	var names []string
-	if err := sp.List(ctx, prefix, func(i spool.Info) error {
-		if want(i.Name) {
+	if err := spool.ListQuick(ctx, sp, prefix, func(i spool.Info) error {
+		if want(i) {
 			names = append(names, i.Name)
 		}
 		return nil

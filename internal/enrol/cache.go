@@ -1,0 +1,239 @@
+package enrol
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"unsafe"
+
+	"github.com/muster-tool/muster/internal/bincode"
+	"github.com/muster-tool/muster/internal/keys"
+)
+
+// The registry cache keeps the enrolment records the mesh has read and
+// verified, so that the next command that needs the registry (report,
+// declare, admit) opens only the records it has not seen: at 100,000
+// nodes, opening every admission again is most of a report with nothing
+// new. It holds records, not verdicts: who is trusted is computed afresh
+// from them on every run (Registry.build), and a record is used only
+// while the spool still lists it, so a record removed from the spool, or
+// a spool restored from an older copy, counts as the spool says.
+//
+// Records never change once written (a spool refuses other bytes under a
+// name), so a record is known by its name; where the listing gives sizes
+// (S3), a size that differs from the cached one reads the record again.
+//
+// The file lives in the mesh directory's cache directory, beside the
+// report cache, one per spool, and is written whole (bincode.WriteFile).
+// Anything wrong with it — missing, damaged, another format, another
+// spool or mesh — means the records are read from the spool again, never
+// an error.
+
+const (
+	registryCacheVersion = 1
+	registryCacheMagic   = "muster registry cache\n"
+)
+
+// registryCache is what the cache file holds: the records read, by the
+// name of their object in the spool, with its size (-1: not known).
+type registryCache struct {
+	Spool, Mesh string
+	Records     map[string]cachedRecord
+}
+
+// cachedRecord is one verified record; exactly one of the pointers is set.
+type cachedRecord struct {
+	Size       int64
+	Admission  *Admission
+	Refusal    *Refusal
+	Revocation *Revocation
+	Label      *LabelChange
+}
+
+// RegistryCachePath is where the registry cache for spool lives in the
+// mesh directory dir.
+func RegistryCachePath(dir, spool string) string {
+	sum := sha256.Sum256([]byte(spool))
+	return filepath.Join(dir, "cache", fmt.Sprintf("registry-%x.cache", sum[:8]))
+}
+
+// readRegistryCache loads the cache at path for spool and mesh. It returns
+// nil and why when there is none to use; a missing file is no reason.
+func readRegistryCache(path, spool, mesh string) (*registryCache, error) {
+	payload, err := bincode.ReadFile(path, registryCacheMagic)
+	if errors.Is(err, bincode.ErrNoFile) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	// The records' strings point into payload, which is never written
+	// again.
+	c, err := decodeRegistryCache(unsafe.String(unsafe.SliceData(payload), len(payload)))
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case c.Spool != spool:
+		return nil, fmt.Errorf("belongs to spool %s, not %s", c.Spool, spool)
+	case c.Mesh != mesh:
+		return nil, fmt.Errorf("belongs to mesh %s, not %s", c.Mesh, mesh)
+	}
+	return c, nil
+}
+
+func writeRegistryCache(path string, c *registryCache) error {
+	if err := bincode.WriteFile(path, registryCacheMagic, func(b []byte) []byte { return appendRegistryCache(b, c) }); err != nil {
+		return fmt.Errorf("registry cache %s: %w", path, err)
+	}
+	return nil
+}
+
+// The payload: the format version, the spool and mesh, then the count of
+// records and each one: its name, size, kind (1 admission, 2 refusal, 3
+// revocation, 4 label change) and fields in the order of the type's.
+// Maps are a count and their pairs, lists a count and their elements.
+// TestRegistryCacheCoversEveryField fails when a field is added to a
+// record without being added here.
+
+const (
+	kindAdmission = 1 + iota
+	kindRefusal
+	kindRevocation
+	kindLabel
+)
+
+func appendRegistryCache(b []byte, c *registryCache) []byte {
+	e := &bincode.Encoder{B: b}
+	e.Int(registryCacheVersion)
+	e.Str(c.Spool)
+	e.Str(c.Mesh)
+	e.Uint(uint64(len(c.Records)))
+	for name, r := range c.Records {
+		e.Str(name)
+		e.Int(r.Size)
+		switch {
+		case r.Admission != nil:
+			a := r.Admission
+			e.Uint(kindAdmission)
+			e.Int(int64(a.Version))
+			e.Str(a.TokenID)
+			e.Str(a.Name)
+			e.Str(a.NodeID)
+			e.Str(a.Host.Age)
+			e.Str(a.Host.Sign)
+			appendStrMap(e, a.Labels)
+			e.Time(a.AdmittedAt)
+			e.Str(a.Replaces)
+			e.Time(a.CancelledAt)
+			e.Str(a.CancelReason)
+		case r.Refusal != nil:
+			f := r.Refusal
+			e.Uint(kindRefusal)
+			e.Int(int64(f.Version))
+			e.Str(f.TokenID)
+			e.Str(f.HostFP)
+			e.Str(f.Reason)
+			e.Time(f.RefusedAt)
+		case r.Revocation != nil:
+			v := r.Revocation
+			e.Uint(kindRevocation)
+			e.Int(int64(v.Version))
+			e.Str(v.NodeID)
+			e.Str(v.Name)
+			e.Time(v.RevokedAt)
+			e.Str(v.Reason)
+		case r.Label != nil:
+			l := r.Label
+			e.Uint(kindLabel)
+			e.Int(int64(l.Version))
+			e.Str(l.NodeID)
+			e.Str(l.Name)
+			e.Uint(l.Seq)
+			appendStrMap(e, l.Set)
+			e.Uint(uint64(len(l.Remove)))
+			for _, k := range l.Remove {
+				e.Str(k)
+			}
+			e.Time(l.At)
+		default:
+			e.Uint(0)
+		}
+	}
+	return e.B
+}
+
+func appendStrMap(e *bincode.Encoder, m map[string]string) {
+	e.Uint(uint64(len(m)))
+	for k, v := range m {
+		e.Str(k)
+		e.Str(v)
+	}
+}
+
+// minRecord is the fewest bytes a record takes: name, size, kind.
+const minRecord = 3
+
+func decodeRegistryCache(s string) (*registryCache, error) {
+	d := &bincode.Decoder{S: s}
+	if v := d.Int(); d.Err == nil && v != registryCacheVersion {
+		return nil, fmt.Errorf("in another format than this muster's (format %d)", registryCacheVersion)
+	}
+	c := &registryCache{Spool: d.Str(), Mesh: d.Str()}
+	n := d.Count(minRecord)
+	c.Records = make(map[string]cachedRecord, n)
+	for range n {
+		name := d.Str()
+		r := cachedRecord{Size: d.Int()}
+		switch kind := d.Uint(); kind {
+		case kindAdmission:
+			r.Admission = &Admission{Version: int(d.Int()), TokenID: d.Str(), Name: d.Str(), NodeID: d.Str(),
+				Host: keys.Public{Age: d.Str(), Sign: d.Str()}, Labels: strMap(d), AdmittedAt: d.Time(),
+				Replaces: d.Str(), CancelledAt: d.Time(), CancelReason: d.Str()}
+		case kindRefusal:
+			r.Refusal = &Refusal{Version: int(d.Int()), TokenID: d.Str(), HostFP: d.Str(), Reason: d.Str(), RefusedAt: d.Time()}
+		case kindRevocation:
+			r.Revocation = &Revocation{Version: int(d.Int()), NodeID: d.Str(), Name: d.Str(), RevokedAt: d.Time(), Reason: d.Str()}
+		case kindLabel:
+			l := &LabelChange{Version: int(d.Int()), NodeID: d.Str(), Name: d.Str(), Seq: d.Uint(), Set: strMap(d)}
+			if m := d.Count(1); m > 0 {
+				l.Remove = make([]string, m)
+				for i := range l.Remove {
+					l.Remove[i] = d.Str()
+				}
+			}
+			l.At = d.Time()
+			r.Label = l
+		default:
+			d.Failf("a record of kind %d", kind)
+		}
+		if _, dup := c.Records[name]; dup && d.Err == nil {
+			d.Failf("listed twice")
+		}
+		if d.Err != nil {
+			return nil, fmt.Errorf("does not decode: record %q: %v", name, d.Err)
+		}
+		c.Records[name] = r
+	}
+	if d.Err != nil {
+		return nil, fmt.Errorf("does not decode: %v", d.Err)
+	}
+	if len(d.S) != 0 {
+		return nil, fmt.Errorf("does not decode: %d bytes follow the records", len(d.S))
+	}
+	return c, nil
+}
+
+func strMap(d *bincode.Decoder) map[string]string {
+	n := d.Count(2)
+	if n == 0 {
+		return nil
+	}
+	m := make(map[string]string, n)
+	for range n {
+		k := d.Str()
+		m[k] = d.Str()
+	}
+	return m
+}

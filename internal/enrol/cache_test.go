@@ -1,0 +1,177 @@
+package enrol
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/muster-tool/muster/internal/testutil/fill"
+	"github.com/muster-tool/muster/spool"
+)
+
+func TestRegistryCacheCoversEveryField(t *testing.T) {
+	c := &registryCache{Spool: "dir:/srv/spool", Mesh: "ed25519:mesh", Records: map[string]cachedRecord{}}
+	for i, r := range []cachedRecord{
+		{Admission: &Admission{}}, {Refusal: &Refusal{}}, {Revocation: &Revocation{}}, {Label: &LabelChange{}},
+	} {
+		v := reflect.ValueOf(&r).Elem()
+		for j := range v.NumField() {
+			if f := v.Field(j); f.Kind() == reflect.Pointer && !f.IsNil() {
+				fill.Value(f.Elem())
+			}
+		}
+		r.Size = int64(100 + i)
+		c.Records[fmt.Sprintf("enrol/x/%d", i)] = r
+	}
+	payload := appendRegistryCache(nil, c)
+	got, err := decodeRegistryCache(string(payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, c) {
+		t.Errorf("round trip differs:\n got %+v\nwant %+v", got.Records, c.Records)
+	}
+	for i := range len(payload) {
+		if _, err := decodeRegistryCache(string(payload[:i])); err == nil {
+			t.Fatalf("a cache cut to %d of %d bytes decoded", i, len(payload))
+		}
+	}
+}
+
+// getCounter counts the enrolment records a registry load opens.
+type getCounter struct {
+	spool.Spool
+	mu   sync.Mutex
+	gets []string
+}
+
+func (g *getCounter) Get(ctx context.Context, name string, max int64) ([]byte, error) {
+	g.mu.Lock()
+	g.gets = append(g.gets, name)
+	g.mu.Unlock()
+	return g.Spool.Get(ctx, name, max)
+}
+
+func (g *getCounter) take() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := g.gets
+	g.gets = nil
+	slices.Sort(out)
+	return out
+}
+
+// describe renders who the registry trusts and what it refused.
+func describe(r *Registry) string {
+	var b strings.Builder
+	for _, n := range r.Names() {
+		node := r.Nodes[n]
+		for _, id := range append(slices.Clone(node.Past), node.Current) {
+			fmt.Fprintf(&b, "%s %s admitted %s revoked %s %q labels %v\n", n, id.NodeID,
+				id.AdmittedAt.Format(time.RFC3339Nano), id.RevokedAt.Format(time.RFC3339Nano), id.RevokeReason, id.Labels)
+		}
+	}
+	var refused []string
+	for k, rf := range r.Refused {
+		refused = append(refused, fmt.Sprintf("refused %s: %s at %s", k, rf.Reason, rf.RefusedAt.Format(time.RFC3339Nano)))
+	}
+	slices.Sort(refused)
+	b.WriteString(strings.Join(refused, "\n"))
+	return b.String()
+}
+
+// The story: the mesh reads its enrolment records once. Every later
+// command opens only the records it has not seen, trusts exactly what the
+// spool still holds, and a cache that is damaged or another mesh's is
+// rebuilt from the spool with a warning, never trusted.
+func TestRegistryCache(t *testing.T) {
+	f := newFixture(t)
+	for _, name := range []string{"web-1", "web-2", "db-1"} {
+		f.join(name, f.issue(IssueOptions{Name: name, Labels: map[string]string{"role": name[:2]}}), t0)
+	}
+	late := f.issue(IssueOptions{Name: "late", Expires: time.Minute})
+	f.join("late", late, t0)
+	f.admit(t0.Add(time.Hour))
+	if _, err := Revoke(f.ctx, f.m, f.registry(), "db-1", "retired", t0.Add(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	f.label(LabelOptions{Name: "web-1", Set: map[string]string{"site": "ams"}, Now: t0.Add(3 * time.Hour)})
+
+	counter := &getCounter{Spool: f.m.Spool}
+	f.m.Spool = counter
+	path := RegistryCachePath(f.m.Dir, f.m.Spool.String())
+	if err := os.Remove(path); err != nil {
+		t.Fatalf("no registry cache was written: %v", err)
+	}
+	first := f.registry()
+	want := describe(first)
+	records := counter.take()
+	if len(records) != 3+1+1+1 || len(first.Refused) != 1 || first.Enrolled("db-1") != nil || first.Enrolled("web-1").Labels["site"] != "ams" {
+		t.Fatalf("the first load opened %q and gives:\n%s\nwant three admissions, a refusal, a revocation and a label change", records, want)
+	}
+	load := func(how string, wantGets []string, warning string) *Registry {
+		t.Helper()
+		reg := f.registry()
+		if got := counter.take(); !slices.Equal(got, wantGets) {
+			t.Errorf("%s: opened %q, want %q", how, got, wantGets)
+		}
+		if w := strings.Join(reg.Warnings, "\n"); warning == "" && w != "" || !strings.Contains(w, warning) {
+			t.Errorf("%s: warnings %q, want %q", how, reg.Warnings, warning)
+		}
+		return reg
+	}
+	if got := describe(load("with the cache", nil, "")); got != want {
+		t.Errorf("with the cache:\n%s\nwant:\n%s", got, want)
+	}
+
+	// Damaged: one byte of the payload changed.
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)-3] ^= 0x20
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := describe(load("damaged", records, "checksum does not match")); got != want {
+		t.Errorf("with a damaged cache:\n%s\nwant:\n%s", got, want)
+	}
+	load("rebuilt", nil, "")
+
+	// Another mesh's or another spool's, with the records of this one.
+	c, err := readRegistryCache(path, f.m.Spool.String(), f.m.Public().Fingerprint())
+	if err != nil || c == nil {
+		t.Fatalf("the rebuilt cache does not read: %v", err)
+	}
+	for _, tc := range []struct{ spool, mesh, warning string }{
+		{c.Spool, "ed25519:" + strings.Repeat("A", 43) + "=", "belongs to mesh"},
+		{"dir:/elsewhere", c.Mesh, "belongs to spool"},
+	} {
+		if err := writeRegistryCache(path, &registryCache{Spool: tc.spool, Mesh: tc.mesh, Records: c.Records}); err != nil {
+			t.Fatal(err)
+		}
+		if got := describe(load(tc.warning, records, tc.warning)); got != want {
+			t.Errorf("with a cache that %s:\n%s\nwant:\n%s", tc.warning, got, want)
+		}
+	}
+
+	// A record the spool no longer holds is not trusted from the cache:
+	// web-2's admission, as in a spool restored from an older copy.
+	admission := spool.AdmitName(first.Enrolled("web-2").TokenID)
+	if err := counter.Delete(f.ctx, admission); err != nil {
+		t.Fatal(err)
+	}
+	reg := load("an admission gone", nil, "")
+	if reg.Enrolled("web-2") != nil {
+		t.Error("web-2 is trusted from the cache after its admission left the spool")
+	}
+	if uncached := func() string { os.Remove(path); r := f.registry(); counter.take(); return describe(r) }(); describe(reg) != uncached {
+		t.Errorf("with the cache:\n%s\nwithout:\n%s", describe(reg), uncached)
+	}
+}
