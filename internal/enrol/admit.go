@@ -129,7 +129,8 @@ func Pending(ctx context.Context, m *mesh.Mesh, reg *Registry) (int, error) {
 // is in each request's name, so they group before anything is decrypted.
 func pendingByToken(ctx context.Context, m *mesh.Mesh, reg *Registry) (map[string][]string, error) {
 	byToken := map[string][]string{}
-	err := m.Spool.List(ctx, spool.EnrolJoinPrefix, func(i spool.Info) error {
+	// By name alone: a join request is decided or not by its name.
+	err := spool.ListQuick(ctx, m.Spool, spool.EnrolJoinPrefix, func(i spool.Info) error {
 		rest := strings.TrimPrefix(i.Name, spool.EnrolJoinPrefix)
 		tid, fp, ok := strings.Cut(rest, "/")
 		if !ok || strings.Contains(fp, "/") {
@@ -499,8 +500,7 @@ func (d *decision) seal(m *mesh.Mesh, now time.Time) error {
 	tid, fp := d.p.tokenID, d.p.hostFP
 	var err error
 	if d.adm != nil {
-		d.name = spool.AdmitName(tid)
-		d.data, err = bundle.SealTOML(d.adm, admitCtx(tid), m.Pair.Sign, m.Pair.Age.Recipient())
+		d.name, d.data, err = SealAdmission(m, d.adm)
 		return err
 	}
 	d.refusal = &Refusal{Version: recordVersion, TokenID: tid, HostFP: fp, Reason: d.reason, RefusedAt: now.UTC()}

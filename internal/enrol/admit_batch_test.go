@@ -35,6 +35,13 @@ func (d *racingDir) List(ctx context.Context, prefix string, fn func(spool.Info)
 	return d.Dir.List(ctx, prefix, fn)
 }
 
+func (d *racingDir) ListNames(ctx context.Context, prefix string, fn func(string) error) error {
+	if prefix == spool.EnrolJoinPrefix && d.beforeJoins != nil {
+		d.beforeJoins()
+	}
+	return d.Dir.ListNames(ctx, prefix, fn)
+}
+
 func (d *racingDir) Put(ctx context.Context, name string, data []byte) error {
 	d.puts.Add(1)
 	return d.Dir.Put(ctx, name, data)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/muster-tool/muster/internal/bundle"
 	"github.com/muster-tool/muster/internal/keys"
+	"github.com/muster-tool/muster/internal/mesh"
 	"github.com/muster-tool/muster/spool"
 )
 
@@ -115,6 +116,16 @@ func tokenCtx(id string) bundle.Context {
 
 func joinCtx(tokenID, hostFP string) bundle.Context {
 	return bundle.Context{Kind: "join", Node: hostFP, Name: spool.JoinName(tokenID, hostFP)}
+}
+
+// SealAdmission makes the record of admission a as admit writes it: its
+// object name and bytes, signed by the mesh and sealed to it alone. (The
+// benchmarks' simulated fleets write theirs with it too.) It sets the
+// record's format version.
+func SealAdmission(m *mesh.Mesh, a *Admission) (name string, data []byte, err error) {
+	a.Version = recordVersion
+	data, err = bundle.SealTOML(a, admitCtx(a.TokenID), m.Pair.Sign, m.Pair.Age.Recipient())
+	return spool.AdmitName(a.TokenID), data, err
 }
 
 func admitCtx(tokenID string) bundle.Context {
