@@ -5,9 +5,10 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
+	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -127,25 +128,61 @@ func Pending(ctx context.Context, m *mesh.Mesh, reg *Registry) (int, error) {
 
 // pendingByToken lists the undecided join requests by token: the token id
 // is in each request's name, so they group before anything is decrypted.
+// A request is decided once an admission or a refusal names it, and
+// requests stay in the spool, so most of a large fleet's are decided: a
+// token's directory of requests that held only decided ones, and whose
+// stamp is still the one recorded then (spool.ListDirs), is not read
+// again, as long as the registry still holds each decision.
 func pendingByToken(ctx context.Context, m *mesh.Mesh, reg *Registry) (map[string][]string, error) {
 	byToken := map[string][]string{}
-	// By name alone: a join request is decided or not by its name.
-	err := spool.ListQuick(ctx, m.Spool, spool.EnrolJoinPrefix, func(i spool.Info) error {
-		rest := strings.TrimPrefix(i.Name, spool.EnrolJoinPrefix)
-		tid, fp, ok := strings.Cut(rest, "/")
-		if !ok || strings.Contains(fp, "/") {
-			return nil // not ours: spool verify reports it
-		}
+	decided := func(tid, fp string) bool {
 		if a := reg.Admitted[tid]; a != nil && a.NodeID == fp {
+			return true
+		}
+		return reg.Refused[tid+"/"+fp] != nil
+	}
+	tokenOf := func(dir string) string { return dir[len(spool.EnrolJoinPrefix) : len(dir)-1] }
+	listed := map[string]joinDir{}
+	err := spool.ListDirs(ctx, m.Spool, spool.EnrolJoinPrefix, func(dir string, st spool.DirStamp) bool {
+		tid := tokenOf(dir)
+		jd, ok := reg.joinDirs[tid]
+		if !ok || jd.Stamp != st {
+			return false
+		}
+		for _, fp := range jd.Hosts {
+			if !decided(tid, fp) {
+				return false
+			}
+		}
+		return true
+	}, func(d spool.DirListing) error {
+		tid := tokenOf(d.Dir)
+		if d.Known {
+			listed[tid] = reg.joinDirs[tid]
 			return nil
 		}
-		if reg.Refused[rest] != nil {
-			return nil
+		var hosts []string
+		for _, name := range d.Names {
+			fp := name[len(d.Dir):]
+			if decided(tid, fp) {
+				hosts = append(hosts, fp)
+			} else {
+				byToken[tid] = append(byToken[tid], fp)
+			}
 		}
-		byToken[tid] = append(byToken[tid], fp)
+		if byToken[tid] == nil && !d.Stamp.IsZero() {
+			listed[tid] = joinDir{Stamp: d.Stamp, Hosts: hosts}
+		}
 		return nil
 	})
-	return byToken, err
+	if err != nil {
+		return nil, err
+	}
+	if !maps.EqualFunc(listed, reg.joinDirs, func(a, b joinDir) bool { return a.Stamp == b.Stamp && slices.Equal(a.Hosts, b.Hosts) }) {
+		reg.joinDirs, reg.joinsNew = listed, true
+		reg.saveCache(m)
+	}
+	return byToken, nil
 }
 
 func admit(ctx context.Context, m *mesh.Mesh, now time.Time, write bool) (*AdmitResult, *Registry, error) {

@@ -35,11 +35,11 @@ func (d *racingDir) List(ctx context.Context, prefix string, fn func(spool.Info)
 	return d.Dir.List(ctx, prefix, fn)
 }
 
-func (d *racingDir) ListNames(ctx context.Context, prefix string, fn func(string) error) error {
+func (d *racingDir) ListDirs(ctx context.Context, prefix string, known func(string, spool.DirStamp) bool, fn func(spool.DirListing) error) error {
 	if prefix == spool.EnrolJoinPrefix && d.beforeJoins != nil {
 		d.beforeJoins()
 	}
-	return d.Dir.ListNames(ctx, prefix, fn)
+	return d.Dir.ListDirs(ctx, prefix, known, fn)
 }
 
 func (d *racingDir) Put(ctx context.Context, name string, data []byte) error {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/muster-tool/muster/internal/bincode"
 	"github.com/muster-tool/muster/internal/keys"
+	"github.com/muster-tool/muster/spool"
 )
 
 // The registry cache keeps the enrolment records the mesh has read and
@@ -40,6 +41,17 @@ const (
 type registryCache struct {
 	Spool, Mesh string
 	Records     map[string]cachedRecord
+	// JoinDirs are the directories of join requests (enrol/join/<token
+	// id>/) in which every request was decided when they were listed, by
+	// token id (see pendingByToken).
+	JoinDirs map[string]joinDir
+}
+
+// joinDir is a directory of join requests as it was listed: its stamp,
+// and the hosts whose requests it held.
+type joinDir struct {
+	Stamp spool.DirStamp
+	Hosts []string
 }
 
 // cachedRecord is one verified record; exactly one of the pointers is set.
@@ -92,7 +104,9 @@ func writeRegistryCache(path string, c *registryCache) error {
 
 // The payload: the format version, the spool and mesh, then the count of
 // records and each one: its name, size, kind (1 admission, 2 refusal, 3
-// revocation, 4 label change) and fields in the order of the type's.
+// revocation, 4 label change) and fields in the order of the type's; then
+// the count of directories of decided join requests and each one: its
+// token id, stamp (device, inode, change time) and hosts.
 // Maps are a count and their pairs, lists a count and their elements.
 // TestRegistryCacheCoversEveryField fails when a field is added to a
 // record without being added here.
@@ -161,6 +175,17 @@ func appendRegistryCache(b []byte, c *registryCache) []byte {
 			e.Uint(0)
 		}
 	}
+	e.Uint(uint64(len(c.JoinDirs)))
+	for tid, jd := range c.JoinDirs {
+		e.Str(tid)
+		e.Uint(jd.Stamp.Dev)
+		e.Uint(jd.Stamp.Ino)
+		e.Int(jd.Stamp.Ctime)
+		e.Uint(uint64(len(jd.Hosts)))
+		for _, h := range jd.Hosts {
+			e.Str(h)
+		}
+	}
 	return e.B
 }
 
@@ -172,8 +197,12 @@ func appendStrMap(e *bincode.Encoder, m map[string]string) {
 	}
 }
 
-// minRecord is the fewest bytes a record takes: name, size, kind.
-const minRecord = 3
+// minRecord is the fewest bytes a record takes: name, size, kind;
+// minJoinDir a directory of join requests: token id, stamp, hosts.
+const (
+	minRecord  = 3
+	minJoinDir = 5
+)
 
 func decodeRegistryCache(s string) (*registryCache, error) {
 	d := &bincode.Decoder{S: s}
@@ -215,6 +244,22 @@ func decodeRegistryCache(s string) (*registryCache, error) {
 			return nil, fmt.Errorf("does not decode: record %q: %v", name, d.Err)
 		}
 		c.Records[name] = r
+	}
+	n = d.Count(minJoinDir)
+	c.JoinDirs = make(map[string]joinDir, n)
+	for range n {
+		tid := d.Str()
+		jd := joinDir{Stamp: spool.DirStamp{Dev: d.Uint(), Ino: d.Uint(), Ctime: d.Int()}}
+		if m := d.Count(1); m > 0 {
+			jd.Hosts = make([]string, m)
+			for i := range jd.Hosts {
+				jd.Hosts[i] = d.Str()
+			}
+		}
+		if _, dup := c.JoinDirs[tid]; dup && d.Err == nil {
+			d.Failf("join requests of token %s listed twice", tid)
+		}
+		c.JoinDirs[tid] = jd
 	}
 	if d.Err != nil {
 		return nil, fmt.Errorf("does not decode: %v", d.Err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/muster-tool/muster/internal/testutil/fill"
+	"github.com/muster-tool/muster/internal/token"
 	"github.com/muster-tool/muster/spool"
 )
 
@@ -29,6 +30,7 @@ func TestRegistryCacheCoversEveryField(t *testing.T) {
 		r.Size = int64(100 + i)
 		c.Records[fmt.Sprintf("enrol/x/%d", i)] = r
 	}
+	fill.Value(reflect.ValueOf(&c.JoinDirs).Elem())
 	payload := appendRegistryCache(nil, c)
 	got, err := decodeRegistryCache(string(payload))
 	if err != nil {
@@ -174,4 +176,61 @@ func TestRegistryCache(t *testing.T) {
 	if uncached := func() string { os.Remove(path); r := f.registry(); counter.take(); return describe(r) }(); describe(reg) != uncached {
 		t.Errorf("with the cache:\n%s\nwithout:\n%s", describe(reg), uncached)
 	}
+}
+
+// dirCounter counts the directories of join requests listed and read.
+type dirCounter struct {
+	*spool.Dir
+	listed, read int
+}
+
+func (d *dirCounter) ListDirs(ctx context.Context, prefix string, known func(string, spool.DirStamp) bool, fn func(spool.DirListing) error) error {
+	return d.Dir.ListDirs(ctx, prefix, known, func(l spool.DirListing) error {
+		d.listed++
+		if !l.Known {
+			d.read++
+		}
+		return fn(l)
+	})
+}
+
+// The story: join requests stay in the spool once decided, one directory
+// per token. Once those directories have settled, counting the requests
+// still pending reads none of them, until one changes or a decision it
+// relied on is no longer in the spool.
+func TestPendingSkipsDecidedJoinDirectories(t *testing.T) {
+	f := newFixture(t)
+	toks := map[string]*token.Token{}
+	for _, name := range []string{"web-1", "web-2", "db-1"} {
+		toks[name] = f.issue(IssueOptions{Name: name})
+		f.join(name, toks[name], t0)
+	}
+	f.admit(t0.Add(time.Minute))
+	d := &dirCounter{Dir: f.m.Spool.(*spool.Dir)}
+	f.m.Spool = d
+	pending := func(how string, want, read int) {
+		t.Helper()
+		d.listed, d.read = 0, 0
+		n, err := Pending(f.ctx, f.m, f.registry())
+		if err != nil || n != want || d.read != read || d.listed != 3 {
+			t.Errorf("%s: %d pending (%v), %d of %d directories read; want %d pending, %d of 3 read", how, n, err, d.read, d.listed, want, read)
+		}
+	}
+	time.Sleep(spool.StampSettle + 100*time.Millisecond)
+	pending("settled", 0, 3)
+	pending("again", 0, 0)
+
+	// A second request for web-2's token, decided by nobody yet.
+	data, fp := joinRequest(t, f.m, toks["web-2"].ID(), "web-2", toks["web-2"], t0)
+	if err := d.Put(f.ctx, spool.JoinName(toks["web-2"].ID(), fp), data); err != nil {
+		t.Fatal(err)
+	}
+	pending("a new request", 1, 1)
+
+	// db-1's admission gone from the spool: its request is pending again,
+	// though its directory did not change.
+	if err := d.Delete(f.ctx, spool.AdmitName(toks["db-1"].ID())); err != nil {
+		t.Fatal(err)
+	}
+	pending("an admission gone", 2, 2)
 }

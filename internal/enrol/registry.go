@@ -91,6 +91,10 @@ type Registry struct {
 	records    map[string]cachedRecord
 	cachePath  string
 	recordsNew bool
+	// joinDirs are the directories of join requests known to hold only
+	// decided ones (see pendingByToken), kept in the cache too.
+	joinDirs map[string]joinDir
+	joinsNew bool
 }
 
 // cached returns the record the registry cache holds for the object i
@@ -125,15 +129,15 @@ func (r *Registry) saveCache(m *mesh.Mesh) {
 		r.recordsNew = true // some are gone from the spool
 	}
 	r.cache = nil
-	if r.cachePath == "" || !r.recordsNew {
+	if r.cachePath == "" || !r.recordsNew && !r.joinsNew {
 		return
 	}
-	c := &registryCache{Spool: m.Spool.String(), Mesh: m.Public().Fingerprint(), Records: r.records}
+	c := &registryCache{Spool: m.Spool.String(), Mesh: m.Public().Fingerprint(), Records: r.records, JoinDirs: r.joinDirs}
 	if err := writeRegistryCache(r.cachePath, c); err != nil {
 		r.Warnings = append(r.Warnings, err.Error())
 		return
 	}
-	r.recordsNew = false
+	r.recordsNew, r.joinsNew = false, false
 }
 
 // skip records that the record name did not verify.
@@ -199,6 +203,8 @@ func LoadRegistry(ctx context.Context, m *mesh.Mesh) (*Registry, error) {
 	r.cache = c
 	if c == nil {
 		r.recordsNew = true
+	} else {
+		r.joinDirs = c.JoinDirs
 	}
 	if err := r.refresh(ctx, m); err != nil {
 		return nil, err
