@@ -170,24 +170,10 @@ func openAdmitted(env *Env) (*mesh.Mesh, *enrol.Registry, error) {
 	return m, reg, nil
 }
 
-// openReadOnly opens the mesh and its registry as they are, for commands
-// that read the mesh and must not change it (report, enrol list, brief
-// list and show): admission is enrol admit's and declare's, so a
-// monitoring job never admits a host. Join requests waiting are counted
-// on stderr.
-func openReadOnly(env *Env) (*mesh.Mesh, *enrol.Registry, error) {
-	m, err := openMesh(env)
-	if err != nil {
-		return nil, nil, err
-	}
-	reg, err := readOnlyAdmit(env, m)
-	if err != nil {
-		return nil, nil, err
-	}
-	return m, reg, nil
-}
-
-// readOnlyAdmit is openReadOnly's registry for openFleetWith.
+// readOnlyAdmit is the registry as it is, for commands that read the mesh
+// and must not change it (report, enrol list, brief list and show):
+// admission is enrol admit's and declare's, so a monitoring job never
+// admits a host. Join requests waiting are counted on stderr.
 func readOnlyAdmit(env *Env, m *mesh.Mesh) (*enrol.Registry, error) {
 	reg, err := enrol.LoadRegistry(env.Ctx, m)
 	if err != nil {

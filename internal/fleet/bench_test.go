@@ -332,9 +332,11 @@ func TestBenchChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// As muster report does (openReadOnly in internal/cli): the
-	// registry from the spool's admissions, and the join requests still
-	// pending counted.
+	// As muster report does (runReport in internal/cli): the report
+	// cache read and the spool listed while the registry is loaded from
+	// the spool's admissions and the join requests still pending are
+	// counted.
+	ld := Start(ctx, m, Options{CacheDir: filepath.Join(dir, "mesh", "cache")})
 	reg, err := enrol.LoadRegistry(ctx, m)
 	if err != nil {
 		t.Fatal(err)
@@ -343,7 +345,7 @@ func TestBenchChild(t *testing.T) {
 		t.Fatalf("%d join requests pending (%v), want none", n, err)
 	}
 	registry := time.Since(start)
-	s, err := Load(ctx, m, reg, Options{CacheDir: filepath.Join(dir, "mesh", "cache")})
+	s, err := ld.Finish(reg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,17 +93,61 @@ func (s *State) warnf(format string, args ...any) {
 // identities are revoked — is always taken from it, never from the cache.
 // Load writes the cache back when it learned something.
 func Load(ctx context.Context, m *mesh.Mesh, reg *enrol.Registry, o Options) (*State, error) {
-	s := &State{mesh: m, reg: reg, workers: o.Workers}
+	return Start(ctx, m, o).Finish(reg)
+}
+
+// Loading is a Load begun before the registry is at hand: the cache is
+// read and the spool listed while the caller loads the registry, which
+// the rest of the load needs. Finish it with the registry, or Abandon it.
+type Loading struct {
+	s      *State
+	l      *listing
+	ctx    context.Context
+	cancel context.CancelFunc
+	cached chan struct{} // closed once the cache is read
+}
+
+// Start begins a Load; see Loading.
+func Start(ctx context.Context, m *mesh.Mesh, o Options) *Loading {
+	s := &State{mesh: m, workers: o.Workers}
 	if s.workers <= 0 {
 		s.workers = 2 * runtime.GOMAXPROCS(0)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	l := startListing(ctx, m.Spool)
-	defer l.wait()
-	defer cancel()
-	spoolName, meshFP := m.Spool.String(), m.Public().Fingerprint()
-	if o.CacheDir != "" {
-		s.path = CachePath(o.CacheDir, spoolName)
+	ld := &Loading{s: s, l: startListing(ctx, m.Spool), ctx: ctx, cancel: cancel, cached: make(chan struct{})}
+	go func() {
+		defer close(ld.cached)
+		s.openCache(o.CacheDir)
+		ld.l.setNodes(s.cache.Nodes)
+	}()
+	return ld
+}
+
+// Finish completes the load with reg, as Load does.
+func (ld *Loading) Finish(reg *enrol.Registry) (*State, error) {
+	defer ld.Abandon()
+	<-ld.cached
+	ld.s.reg = reg
+	if err := ld.s.read(ld.ctx, ld.l); err != nil {
+		return nil, err
+	}
+	return ld.s, nil
+}
+
+// Abandon stops a load that will not be finished, and waits for what it
+// started. After Finish it does nothing more.
+func (ld *Loading) Abandon() {
+	ld.cancel()
+	<-ld.cached
+	ld.l.wait()
+}
+
+// openCache reads the report cache in dir (none if dir is empty), or
+// starts a new one.
+func (s *State) openCache(dir string) {
+	spoolName, meshFP := s.mesh.Spool.String(), s.mesh.Public().Fingerprint()
+	if dir != "" {
+		s.path = CachePath(dir, spoolName)
 		c, err := readCache(s.path, spoolName, meshFP)
 		switch {
 		case err == nil:
@@ -118,15 +162,10 @@ func Load(ctx context.Context, m *mesh.Mesh, reg *enrol.Registry, o Options) (*S
 		s.cache = newCache(spoolName, meshFP)
 		s.dirty = true
 	}
-	l.setNodes(s.cache.Nodes)
 	s.strIdx = make(map[string]uint32, len(s.cache.Strings))
 	for i, str := range s.cache.Strings {
 		s.strIdx[str] = uint32(i)
 	}
-	if err := s.read(ctx, l); err != nil {
-		return nil, err
-	}
-	return s, nil
 }
 
 // listing is the spool's reports and briefings, listed while the rest of
