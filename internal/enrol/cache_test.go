@@ -107,6 +107,12 @@ func TestRegistryCache(t *testing.T) {
 
 	counter := &getCounter{Spool: f.m.Spool}
 	f.m.Spool = counter
+	// admit kept what it wrote; label's load read the revocation: only
+	// the label change is new.
+	f.registry()
+	if got := counter.take(); len(got) != 1 || !strings.HasPrefix(got[0], spool.EnrolLabelPrefix) {
+		t.Errorf("after admit, revoke and label, a load opened %q, want only the label change", got)
+	}
 	path := RegistryCachePath(f.m.Dir, f.m.Spool.String())
 	if err := os.Remove(path); err != nil {
 		t.Fatalf("no registry cache was written: %v", err)

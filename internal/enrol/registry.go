@@ -111,6 +111,15 @@ func (r *Registry) cached(i spool.Info) (cachedRecord, bool) {
 	return c, true
 }
 
+// keep keeps for the cache a record the registry holds already, listed
+// again: one this process wrote (admit's decisions), which it did not
+// read back.
+func (r *Registry) keep(name string, c cachedRecord) {
+	if _, ok := r.records[name]; !ok {
+		r.remember(name, c)
+	}
+}
+
 // remember keeps a record just read and verified, for the cache. It is
 // called under the lock of the reading in progress.
 func (r *Registry) remember(name string, c cachedRecord) {
@@ -222,7 +231,11 @@ func (r *Registry) refresh(ctx context.Context, m *mesh.Mesh) error {
 	fresh := func(name string) bool { mu.Lock(); defer mu.Unlock(); return !r.junk[name] }
 	err := eachObject(ctx, m.Spool, spool.EnrolAdmitPrefix, func(i spool.Info) bool {
 		id := strings.TrimPrefix(i.Name, spool.EnrolAdmitPrefix)
-		if r.Admitted[id] != nil || !fresh(i.Name) {
+		if a := r.Admitted[id]; a != nil {
+			r.keep(i.Name, cachedRecord{Size: -1, Admission: a})
+			return false
+		}
+		if !fresh(i.Name) {
 			return false
 		}
 		if c, ok := r.cached(i); ok && c.Admission != nil {
@@ -250,7 +263,11 @@ func (r *Registry) refresh(ctx context.Context, m *mesh.Mesh) error {
 	}
 	err = eachObject(ctx, m.Spool, spool.EnrolRefusedPrefix, func(i spool.Info) bool {
 		rest := strings.TrimPrefix(i.Name, spool.EnrolRefusedPrefix)
-		if r.Refused[rest] != nil || !fresh(i.Name) {
+		if rf := r.Refused[rest]; rf != nil {
+			r.keep(i.Name, cachedRecord{Size: -1, Refusal: rf})
+			return false
+		}
+		if !fresh(i.Name) {
 			return false
 		}
 		if c, ok := r.cached(i); ok && c.Refusal != nil {
