@@ -21,9 +21,9 @@ import (
 // for reports read long ago.
 //
 // The file is one cacheData, in the binary layout of cachecodec.go,
-// behind a header line and a checksum of the payload (bincode.WriteFile). It is written whole
-// with atomicfile, so concurrent runs leave one complete file (the last
-// writer's; both are correct). Anything wrong with it — missing, another
+// behind a header line and a checksum of the payload (bincode.WriteFile).
+// It is written whole with atomicfile, so concurrent runs leave one
+// complete file (the last writer's; both are correct). Anything wrong with it — missing, another
 // version, a checksum that does not match, another spool or mesh — means
 // it is rebuilt from the spool, with a warning, never an error.
 
