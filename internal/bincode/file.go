@@ -29,31 +29,32 @@ var ErrNoFile = errors.New("no cache file")
 // ReadFile returns the payload of the cache file at path, whose magic line
 // is magic (a line ending in "\n") as WriteFile writes it, or magic itself
 // in a file written before, checked by SHA-256. A missing file is
-// ErrNoFile.
-func ReadFile(path, magic string) ([]byte, error) {
+// ErrNoFile. older says the file was written before, so that the caller
+// writes it anew.
+func ReadFile(path, magic string) (payload []byte, older bool, err error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, ErrNoFile
+		return nil, false, ErrNoFile
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if rest, ok := bytes.CutPrefix(data, []byte(crcMagic(magic))); ok && len(rest) >= 4 {
 		sum, payload := rest[:4], rest[4:]
 		if binary.BigEndian.Uint32(sum) != crc32.Checksum(payload, castagnoli) {
-			return nil, fmt.Errorf("checksum does not match: the file is damaged")
+			return nil, false, fmt.Errorf("checksum does not match: the file is damaged")
 		}
-		return payload, nil
+		return payload, false, nil
 	}
 	rest, ok := bytes.CutPrefix(data, []byte(magic))
 	if !ok || len(rest) < sha256.Size {
-		return nil, fmt.Errorf("not a %s", strings.TrimPrefix(strings.TrimSpace(magic), "muster "))
+		return nil, false, fmt.Errorf("not a %s", strings.TrimPrefix(strings.TrimSpace(magic), "muster "))
 	}
 	sum, payload := rest[:sha256.Size], rest[sha256.Size:]
 	if got := sha256.Sum256(payload); !bytes.Equal(got[:], sum) {
-		return nil, fmt.Errorf("checksum does not match: the file is damaged")
+		return nil, false, fmt.Errorf("checksum does not match: the file is damaged")
 	}
-	return payload, nil
+	return payload, true, nil
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

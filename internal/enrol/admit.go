@@ -142,7 +142,7 @@ func pendingByToken(ctx context.Context, m *mesh.Mesh, reg *Registry) (map[strin
 		return reg.Refused[tid+"/"+fp] != nil
 	}
 	tokenOf := func(dir string) string { return dir[len(spool.EnrolJoinPrefix) : len(dir)-1] }
-	listed := map[string]joinDir{}
+	listed := make(map[string]joinDir, len(reg.joinDirs))
 	err := spool.ListDirs(ctx, m.Spool, spool.EnrolJoinPrefix, func(dir string, st spool.DirStamp) bool {
 		tid := tokenOf(dir)
 		jd, ok := reg.joinDirs[tid]

@@ -205,15 +205,19 @@ func LoadRegistry(ctx context.Context, m *mesh.Mesh) (*Registry, error) {
 		records:     map[string]cachedRecord{},
 		cachePath:   RegistryCachePath(m.Dir, m.Spool.String()),
 	}
-	c, err := readRegistryCache(r.cachePath, m.Spool.String(), m.Public().Fingerprint())
+	c, older, err := readRegistryCache(r.cachePath, m.Spool.String(), m.Public().Fingerprint())
 	if err != nil {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("registry cache %s: %v: reading the enrolment records in spool %s again", r.cachePath, err, m.Spool))
 	}
 	r.cache = c
-	if c == nil {
+	if c == nil || older {
 		r.recordsNew = true
-	} else {
+	}
+	if c != nil {
+		// Sized for what the cache holds, most of which a run keeps.
 		r.joinDirs = c.JoinDirs
+		r.records = make(map[string]cachedRecord, len(c.Records))
+		r.Admitted = make(map[string]*Admission, len(c.Records))
 	}
 	if err := r.refresh(ctx, m); err != nil {
 		return nil, err
@@ -333,8 +337,8 @@ func (r *Registry) refresh(ctx context.Context, m *mesh.Mesh) error {
 // build computes identities and nodes from the admissions and
 // revocations, replaying admissions in the order they happened.
 func (r *Registry) build() {
-	r.Identities = map[string]*Identity{}
-	r.Nodes = map[string]*Node{}
+	r.Identities = make(map[string]*Identity, len(r.Admitted))
+	r.Nodes = make(map[string]*Node, len(r.Admitted))
 	adm := make([]*Admission, 0, len(r.Admitted))
 	for _, a := range r.Admitted {
 		if !a.Cancelled() {

@@ -177,30 +177,31 @@ func newCache(spool, mesh string) *cacheData {
 // than a note.
 var errNoCache = errors.New("no cache")
 
-// readCache loads the cache at path for spool and mesh.
-func readCache(path, spool, mesh string) (*cacheData, error) {
-	payload, err := bincode.ReadFile(path, cacheMagic)
+// readCache loads the cache at path for spool and mesh. older says it is
+// to be written anew (see bincode.ReadFile).
+func readCache(path, spool, mesh string) (c *cacheData, older bool, err error) {
+	payload, older, err := bincode.ReadFile(path, cacheMagic)
 	if errors.Is(err, bincode.ErrNoFile) {
-		return nil, errNoCache
+		return nil, false, errNoCache
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	// The facts' strings point into payload rather than being copied: a
 	// second copy of the cache shows in report's peak memory. payload is
 	// never written again and nothing else refers to it. decodeCache
 	// checks the format version, as the layout depends on it.
-	c, err := decodeCache(unsafe.String(unsafe.SliceData(payload), len(payload)))
+	c, err = decodeCache(unsafe.String(unsafe.SliceData(payload), len(payload)))
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	switch {
 	case c.Spool != spool:
-		return nil, fmt.Errorf("belongs to spool %s, not %s", c.Spool, spool)
+		return nil, false, fmt.Errorf("belongs to spool %s, not %s", c.Spool, spool)
 	case c.Mesh != mesh:
-		return nil, fmt.Errorf("belongs to mesh %s, not %s", c.Mesh, mesh)
+		return nil, false, fmt.Errorf("belongs to mesh %s, not %s", c.Mesh, mesh)
 	}
-	return c, nil
+	return c, older, nil
 }
 
 // writeCache replaces the cache at path atomically.

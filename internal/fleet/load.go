@@ -148,10 +148,10 @@ func (s *State) openCache(dir string) {
 	spoolName, meshFP := s.mesh.Spool.String(), s.mesh.Public().Fingerprint()
 	if dir != "" {
 		s.path = CachePath(dir, spoolName)
-		c, err := readCache(s.path, spoolName, meshFP)
+		c, older, err := readCache(s.path, spoolName, meshFP)
 		switch {
 		case err == nil:
-			s.cache = c
+			s.cache, s.dirty = c, older
 		case errors.Is(err, errNoCache):
 			s.warnf("no report cache at %s yet: reading every report in spool %s", s.path, spoolName)
 		default:
@@ -200,14 +200,11 @@ type listing struct {
 func startListing(ctx context.Context, sp spool.Spool) *listing {
 	l := &listing{
 		ready: make(chan struct{}), briefs: map[string]listed{},
-		reportDirs: map[string]spool.DirStamp{}, briefDirs: map[string]spool.DirStamp{},
 	}
 	// cached returns the facts of the node id whose directory below
 	// prefix is dir, if its stamp is the one recorded with them.
 	cached := func(prefix, dir string, st spool.DirStamp, stamp func(*nodeFacts) spool.DirStamp) *nodeFacts {
-		select {
-		case <-l.ready:
-		case <-ctx.Done():
+		if !l.await(ctx) {
 			return nil
 		}
 		nf := l.nodes[dir[len(prefix):len(dir)-1]]
@@ -231,6 +228,9 @@ func startListing(ctx context.Context, sp spool.Spool) *listing {
 		l.errs[0] = spool.ListDirs(ctx, sp, spool.ReportPrefix, func(dir string, st spool.DirStamp) bool {
 			return cached(spool.ReportPrefix, dir, st, reportDir) != nil
 		}, func(d spool.DirListing) error {
+			if !l.await(ctx) {
+				return ctx.Err()
+			}
 			l.dirs[0]++
 			nodeID := d.Dir[len(spool.ReportPrefix) : len(d.Dir)-1]
 			l.reportDirs[nodeID] = d.Stamp
@@ -253,6 +253,9 @@ func startListing(ctx context.Context, sp spool.Spool) *listing {
 		l.errs[1] = spool.ListDirs(ctx, sp, spool.BriefPrefix, func(dir string, st spool.DirStamp) bool {
 			return cached(spool.BriefPrefix, dir, st, briefDir) != nil
 		}, func(d spool.DirListing) error {
+			if !l.await(ctx) {
+				return ctx.Err()
+			}
 			l.dirs[1]++
 			nodeID := d.Dir[len(spool.BriefPrefix) : len(d.Dir)-1]
 			l.briefDirs[nodeID] = d.Stamp
@@ -290,7 +293,20 @@ func sizeListed(d spool.DirListing, k int) int64 {
 // changes until wait returns.
 func (l *listing) setNodes(nodes map[string]*nodeFacts) {
 	l.nodes = nodes
+	// As many directories as the cache knows nodes, most of the time.
+	l.reportDirs = make(map[string]spool.DirStamp, len(nodes))
+	l.briefDirs = make(map[string]spool.DirStamp, len(nodes))
 	close(l.ready)
+}
+
+// await waits for setNodes, and reports false if ctx ended first.
+func (l *listing) await(ctx context.Context) bool {
+	select {
+	case <-l.ready:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // wait waits for the listing to finish and returns its first error.
