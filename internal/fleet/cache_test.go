@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"crypto/sha256"
-	"github.com/muster-tool/muster/internal/bincode"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/muster-tool/muster/internal/bincode"
 	"github.com/muster-tool/muster/internal/enrol"
 	"github.com/muster-tool/muster/internal/generation"
 	"github.com/muster-tool/muster/spool"
