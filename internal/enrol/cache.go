@@ -72,28 +72,27 @@ func RegistryCachePath(dir, spool string) string {
 
 // readRegistryCache loads the cache at path for spool and mesh. It returns
 // nil and why when there is none to use; a missing file is no reason.
-// older says it is to be written anew (see bincode.ReadFile).
-func readRegistryCache(path, spool, mesh string) (c *registryCache, older bool, err error) {
-	payload, older, err := bincode.ReadFile(path, registryCacheMagic)
+func readRegistryCache(path, spool, mesh string) (*registryCache, error) {
+	payload, err := bincode.ReadFile(path, registryCacheMagic)
 	if errors.Is(err, bincode.ErrNoFile) {
-		return nil, false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	// The records' strings point into payload, which is never written
 	// again.
-	c, err = decodeRegistryCache(unsafe.String(unsafe.SliceData(payload), len(payload)))
+	c, err := decodeRegistryCache(unsafe.String(unsafe.SliceData(payload), len(payload)))
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	switch {
 	case c.Spool != spool:
-		return nil, false, fmt.Errorf("belongs to spool %s, not %s", c.Spool, spool)
+		return nil, fmt.Errorf("belongs to spool %s, not %s", c.Spool, spool)
 	case c.Mesh != mesh:
-		return nil, false, fmt.Errorf("belongs to mesh %s, not %s", c.Mesh, mesh)
+		return nil, fmt.Errorf("belongs to mesh %s, not %s", c.Mesh, mesh)
 	}
-	return c, older, nil
+	return c, nil
 }
 
 func writeRegistryCache(path string, c *registryCache) error {

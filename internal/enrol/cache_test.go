@@ -159,7 +159,7 @@ func TestRegistryCache(t *testing.T) {
 	load("rebuilt", nil, "")
 
 	// Another mesh's or another spool's, with the records of this one.
-	c, _, err := readRegistryCache(path, f.m.Spool.String(), f.m.Public().Fingerprint())
+	c, err := readRegistryCache(path, f.m.Spool.String(), f.m.Public().Fingerprint())
 	if err != nil || c == nil {
 		t.Fatalf("the rebuilt cache does not read: %v", err)
 	}

@@ -205,15 +205,14 @@ func LoadRegistry(ctx context.Context, m *mesh.Mesh) (*Registry, error) {
 		records:     map[string]cachedRecord{},
 		cachePath:   RegistryCachePath(m.Dir, m.Spool.String()),
 	}
-	c, older, err := readRegistryCache(r.cachePath, m.Spool.String(), m.Public().Fingerprint())
+	c, err := readRegistryCache(r.cachePath, m.Spool.String(), m.Public().Fingerprint())
 	if err != nil {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("registry cache %s: %v: reading the enrolment records in spool %s again", r.cachePath, err, m.Spool))
 	}
 	r.cache = c
-	if c == nil || older {
+	if c == nil {
 		r.recordsNew = true
-	}
-	if c != nil {
+	} else {
 		// Sized for what the cache holds, most of which a run keeps.
 		r.joinDirs = c.JoinDirs
 		r.records = make(map[string]cachedRecord, len(c.Records))

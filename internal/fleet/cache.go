@@ -21,9 +21,9 @@ import (
 // for reports read long ago.
 //
 // The file is one cacheData, in the binary layout of cachecodec.go,
-// behind a header line and a checksum of the payload (bincode.WriteFile).
-// It is written whole with atomicfile, so concurrent runs leave one
-// complete file (the last writer's; both are correct). Anything wrong with it — missing, another
+// behind a header line and a SHA-256 of the payload. It is written whole
+// with atomicfile, so concurrent runs leave one complete file (the last
+// writer's; both are correct). Anything wrong with it — missing, another
 // version, a checksum that does not match, another spool or mesh — means
 // it is rebuilt from the spool, with a warning, never an error.
 
@@ -177,31 +177,30 @@ func newCache(spool, mesh string) *cacheData {
 // than a note.
 var errNoCache = errors.New("no cache")
 
-// readCache loads the cache at path for spool and mesh. older says it is
-// to be written anew (see bincode.ReadFile).
-func readCache(path, spool, mesh string) (c *cacheData, older bool, err error) {
-	payload, older, err := bincode.ReadFile(path, cacheMagic)
+// readCache loads the cache at path for spool and mesh.
+func readCache(path, spool, mesh string) (*cacheData, error) {
+	payload, err := bincode.ReadFile(path, cacheMagic)
 	if errors.Is(err, bincode.ErrNoFile) {
-		return nil, false, errNoCache
+		return nil, errNoCache
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	// The facts' strings point into payload rather than being copied: a
 	// second copy of the cache shows in report's peak memory. payload is
 	// never written again and nothing else refers to it. decodeCache
 	// checks the format version, as the layout depends on it.
-	c, err = decodeCache(unsafe.String(unsafe.SliceData(payload), len(payload)))
+	c, err := decodeCache(unsafe.String(unsafe.SliceData(payload), len(payload)))
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	switch {
 	case c.Spool != spool:
-		return nil, false, fmt.Errorf("belongs to spool %s, not %s", c.Spool, spool)
+		return nil, fmt.Errorf("belongs to spool %s, not %s", c.Spool, spool)
 	case c.Mesh != mesh:
-		return nil, false, fmt.Errorf("belongs to mesh %s, not %s", c.Mesh, mesh)
+		return nil, fmt.Errorf("belongs to mesh %s, not %s", c.Mesh, mesh)
 	}
-	return c, older, nil
+	return c, nil
 }
 
 // writeCache replaces the cache at path atomically.

@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"crypto/sha256"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/muster-tool/muster/internal/bincode"
 	"github.com/muster-tool/muster/internal/enrol"
 	"github.com/muster-tool/muster/internal/generation"
 	"github.com/muster-tool/muster/spool"
@@ -377,32 +375,5 @@ func TestCacheSkipsUnchangedDirectories(t *testing.T) {
 	}
 	if s.Stats.DirsRead != 1 {
 		t.Errorf("read %d node directories after one changed, want 1", s.Stats.DirsRead)
-	}
-}
-
-// TestCacheOlderChecksumWrittenAnew: a cache checked by SHA-256, as
-// written before, is used, and written anew with this muster's checksum.
-func TestCacheOlderChecksumWrittenAnew(t *testing.T) {
-	f, _ := cacheFixture(t)
-	want := jsonOf(t, f.view(f.load(true), 0, Selection{All: true}))
-	path := CachePath(f.cacheDir(), f.m.Spool.String())
-	payload, older, err := bincode.ReadFile(path, cacheMagic)
-	if err != nil || older {
-		t.Fatalf("the cache written: %v (older: %v)", err, older)
-	}
-	sum := sha256.Sum256(payload)
-	if err := os.WriteFile(path, append(append([]byte(cacheMagic), sum[:]...), payload...), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	f.sp.take()
-	s := f.load(true)
-	if got := jsonOf(t, f.view(s, 0, Selection{All: true})); got != want || len(s.Warnings) != 0 {
-		t.Errorf("with the older cache (warnings %q):\n%s\nwant:\n%s", s.Warnings, got, want)
-	}
-	if got := f.sp.takeData(); len(got) != 0 {
-		t.Errorf("with the older cache, read %q, want nothing", got)
-	}
-	if _, older, err := bincode.ReadFile(path, cacheMagic); err != nil || older {
-		t.Errorf("the cache was not written anew: %v (older: %v)", err, older)
 	}
 }

@@ -125,17 +125,17 @@ func TestCacheCodecRoundTrip(t *testing.T) {
 	if err := writeCache(path, want); err != nil {
 		t.Fatal(err)
 	}
-	got, _, err := readCache(path, want.Spool, want.Mesh)
+	got, err := readCache(path, want.Spool, want.Mesh)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("written and read back:\n got %s\nwant %s", dumpCache(got), dumpCache(want))
 	}
-	if _, _, err := readCache(path, "dir:/elsewhere", want.Mesh); err == nil || !strings.Contains(err.Error(), "belongs to spool") {
+	if _, err := readCache(path, "dir:/elsewhere", want.Mesh); err == nil || !strings.Contains(err.Error(), "belongs to spool") {
 		t.Errorf("read for another spool: %v", err)
 	}
-	if _, _, err := readCache(path, want.Spool, "ed25519:other"); err == nil || !strings.Contains(err.Error(), "belongs to mesh") {
+	if _, err := readCache(path, want.Spool, "ed25519:other"); err == nil || !strings.Contains(err.Error(), "belongs to mesh") {
 		t.Errorf("read for another mesh: %v", err)
 	}
 }
@@ -305,7 +305,7 @@ func TestCacheOlderFormat(t *testing.T) {
 	f, _ := cacheFixture(t)
 	want := jsonOf(t, f.view(f.load(true), 0, Selection{All: true}))
 	path := CachePath(f.cacheDir(), f.m.Spool.String())
-	c, _, err := readCache(path, f.m.Spool.String(), f.m.Public().Fingerprint())
+	c, err := readCache(path, f.m.Spool.String(), f.m.Public().Fingerprint())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +325,7 @@ func TestCacheOlderFormat(t *testing.T) {
 	if len(f.sp.take()) == 0 {
 		t.Error("nothing was read again")
 	}
-	if _, _, err := readCache(path, f.m.Spool.String(), f.m.Public().Fingerprint()); err != nil {
+	if _, err := readCache(path, f.m.Spool.String(), f.m.Public().Fingerprint()); err != nil {
 		t.Errorf("the rebuilt cache does not read: %v", err)
 	}
 }
@@ -459,7 +459,7 @@ func BenchmarkCacheRead(b *testing.B) {
 	}
 	cpu := cpuTime(b)
 	for b.Loop() {
-		if _, _, err := readCache(path, c.Spool, c.Mesh); err != nil {
+		if _, err := readCache(path, c.Spool, c.Mesh); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -148,10 +148,10 @@ func (s *State) openCache(dir string) {
 	spoolName, meshFP := s.mesh.Spool.String(), s.mesh.Public().Fingerprint()
 	if dir != "" {
 		s.path = CachePath(dir, spoolName)
-		c, older, err := readCache(s.path, spoolName, meshFP)
+		c, err := readCache(s.path, spoolName, meshFP)
 		switch {
 		case err == nil:
-			s.cache, s.dirty = c, older
+			s.cache = c
 		case errors.Is(err, errNoCache):
 			s.warnf("no report cache at %s yet: reading every report in spool %s", s.path, spoolName)
 		default:
