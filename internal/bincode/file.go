@@ -57,3 +57,17 @@ func WriteFile(path, magic string, appendPayload func([]byte) []byte) error {
 	}
 	return atomicfile.WriteFile(path, out, 0o600)
 }
+
+// CheckOwner returns why a cache made for spool and mesh (the mesh's
+// fingerprint) is not to be used for wantSpool and wantMesh, or nil: its
+// facts were read from another spool, or decrypted and verified with
+// another mesh's keys.
+func CheckOwner(spool, mesh, wantSpool, wantMesh string) error {
+	switch {
+	case spool != wantSpool:
+		return fmt.Errorf("belongs to spool %s, not %s", spool, wantSpool)
+	case mesh != wantMesh:
+		return fmt.Errorf("belongs to mesh %s, not %s", mesh, wantMesh)
+	}
+	return nil
+}

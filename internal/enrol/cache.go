@@ -86,11 +86,8 @@ func readRegistryCache(path, spool, mesh string) (*registryCache, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case c.Spool != spool:
-		return nil, fmt.Errorf("belongs to spool %s, not %s", c.Spool, spool)
-	case c.Mesh != mesh:
-		return nil, fmt.Errorf("belongs to mesh %s, not %s", c.Mesh, mesh)
+	if err := bincode.CheckOwner(c.Spool, c.Mesh, spool, mesh); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
