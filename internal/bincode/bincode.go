@@ -154,3 +154,24 @@ func (d *Decoder) Time() time.Time {
 	}
 	return time.Unix(sec, int64(nsec)).UTC()
 }
+
+// Strs appends a count and the strings; nil and empty are one.
+func (e *Encoder) Strs(l []string) {
+	e.Uint(uint64(len(l)))
+	for _, s := range l {
+		e.Str(s)
+	}
+}
+
+// Strs reads what Encoder.Strs wrote; none reads back as nil.
+func (d *Decoder) Strs() []string {
+	n := d.Count(1)
+	if n == 0 {
+		return nil
+	}
+	l := make([]string, n)
+	for i := range l {
+		l[i] = d.Str()
+	}
+	return l
+}

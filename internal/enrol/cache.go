@@ -163,10 +163,7 @@ func appendRegistryCache(b []byte, c *registryCache) []byte {
 			e.Str(l.Name)
 			e.Uint(l.Seq)
 			appendStrMap(e, l.Set)
-			e.Uint(uint64(len(l.Remove)))
-			for _, k := range l.Remove {
-				e.Str(k)
-			}
+			e.Strs(l.Remove)
 			e.Time(l.At)
 		default:
 			e.Uint(0)
@@ -178,10 +175,7 @@ func appendRegistryCache(b []byte, c *registryCache) []byte {
 		e.Uint(jd.Stamp.Dev)
 		e.Uint(jd.Stamp.Ino)
 		e.Int(jd.Stamp.Ctime)
-		e.Uint(uint64(len(jd.Hosts)))
-		for _, h := range jd.Hosts {
-			e.Str(h)
-		}
+		e.Strs(jd.Hosts)
 	}
 	return e.B
 }
@@ -222,15 +216,8 @@ func decodeRegistryCache(s string) (*registryCache, error) {
 		case kindRevocation:
 			r.Revocation = &Revocation{Version: int(d.Int()), NodeID: d.Str(), Name: d.Str(), RevokedAt: d.Time(), Reason: d.Str()}
 		case kindLabel:
-			l := &LabelChange{Version: int(d.Int()), NodeID: d.Str(), Name: d.Str(), Seq: d.Uint(), Set: strMap(d)}
-			if m := d.Count(1); m > 0 {
-				l.Remove = make([]string, m)
-				for i := range l.Remove {
-					l.Remove[i] = d.Str()
-				}
-			}
-			l.At = d.Time()
-			r.Label = l
+			r.Label = &LabelChange{Version: int(d.Int()), NodeID: d.Str(), Name: d.Str(), Seq: d.Uint(), Set: strMap(d),
+				Remove: d.Strs(), At: d.Time()}
 		default:
 			d.Failf("a record of kind %d", kind)
 		}
@@ -246,13 +233,7 @@ func decodeRegistryCache(s string) (*registryCache, error) {
 	c.JoinDirs = make(map[string]joinDir, n)
 	for range n {
 		tid := d.Str()
-		jd := joinDir{Stamp: spool.DirStamp{Dev: d.Uint(), Ino: d.Uint(), Ctime: d.Int()}}
-		if m := d.Count(1); m > 0 {
-			jd.Hosts = make([]string, m)
-			for i := range jd.Hosts {
-				jd.Hosts[i] = d.Str()
-			}
-		}
+		jd := joinDir{Stamp: spool.DirStamp{Dev: d.Uint(), Ino: d.Uint(), Ctime: d.Int()}, Hosts: d.Strs()}
 		if _, dup := c.JoinDirs[tid]; dup && d.Err == nil {
 			d.Failf("join requests of token %s listed twice", tid)
 		}

@@ -50,14 +50,6 @@ func (e *cacheEncoder) optInt(p *int) {
 	e.Int(int64(*p))
 }
 
-// strs is a count and the strings; nil and empty are one.
-func (e *cacheEncoder) strs(l []string) {
-	e.Uint(uint64(len(l)))
-	for _, s := range l {
-		e.Str(s)
-	}
-}
-
 // EncodeCache returns nd in the cache's layout.
 func (nd *NodeDeclaration) EncodeCache() []byte {
 	e := &cacheEncoder{bincode.Encoder{B: make([]byte, 0, 4096)}}
@@ -93,12 +85,12 @@ func (nd *NodeDeclaration) EncodeCache() []byte {
 		}
 		e.Int(int64(s.Order))
 		e.Str(s.Encoding)
-		e.strs(s.Validate)
+		e.Strs(s.Validate)
 		e.bool(s.ValidateShell)
 		e.bool(s.Purge)
 		e.optInt(s.UID)
 		e.optInt(s.GID)
-		e.strs(s.Groups)
+		e.Strs(s.Groups)
 		e.Str(s.Home)
 		e.Str(s.Shell)
 		e.bool(s.System)
@@ -138,18 +130,6 @@ func (d *cacheDecoder) optInt() *int {
 	}
 	v := int(d.Int())
 	return &v
-}
-
-func (d *cacheDecoder) strs() []string {
-	n := d.Count(1)
-	if n == 0 {
-		return nil
-	}
-	l := make([]string, n)
-	for i := range l {
-		l[i] = d.Str()
-	}
-	return l
 }
 
 // DecodeCache decodes what EncodeCache wrote, from s. The strings of the
@@ -193,12 +173,12 @@ func DecodeCache(s string) (*NodeDeclaration, error) {
 			}
 			s.Order = int(d.Int())
 			s.Encoding = d.Str()
-			s.Validate = d.strs()
+			s.Validate = d.Strs()
 			s.ValidateShell = d.bool()
 			s.Purge = d.bool()
 			s.UID = d.optInt()
 			s.GID = d.optInt()
-			s.Groups = d.strs()
+			s.Groups = d.Strs()
 			s.Home = d.Str()
 			s.Shell = d.Str()
 			s.System = d.bool()
