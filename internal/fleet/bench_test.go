@@ -404,6 +404,7 @@ func reportMetrics(b *testing.B, r childResult, rss float64) {
 	b.ReportMetric(r.CPU.Seconds(), "cpu-s")
 	b.ReportMetric(rss, "peak-MiB")
 	b.ReportMetric(float64(r.Stats.ReportsRead), "reports-read")
+	b.ReportMetric(float64(r.Stats.DirsRead), "dirs-read")
 }
 
 // BenchmarkReportFirst: a report with no cache reads every object.
