@@ -179,7 +179,7 @@ func pendingByToken(ctx context.Context, m *mesh.Mesh, reg *Registry) (map[strin
 		return nil, err
 	}
 	if !maps.EqualFunc(listed, reg.joinDirs, func(a, b joinDir) bool { return a.Stamp == b.Stamp && slices.Equal(a.Hosts, b.Hosts) }) {
-		reg.joinDirs, reg.joinsNew = listed, true
+		reg.joinDirs, reg.cacheStale = listed, true
 		reg.saveCache(m)
 	}
 	return byToken, nil

@@ -85,16 +85,15 @@ type Registry struct {
 	// written (see cache.go).
 	Warnings []string
 	// cache is the registry cache LoadRegistry read, used by the first
-	// refresh only. records are the records read or taken from it since:
-	// what the cache is written with, at cachePath, when recordsNew.
+	// refresh only. records are the records read or taken from it since,
+	// and joinDirs the directories of join requests known to hold only
+	// decided ones (see pendingByToken): what the cache is written with,
+	// at cachePath, when cacheStale.
 	cache      *registryCache
 	records    map[string]cachedRecord
+	joinDirs   map[string]joinDir
 	cachePath  string
-	recordsNew bool
-	// joinDirs are the directories of join requests known to hold only
-	// decided ones (see pendingByToken), kept in the cache too.
-	joinDirs map[string]joinDir
-	joinsNew bool
+	cacheStale bool
 }
 
 // cached returns the record the registry cache holds for the object i
@@ -127,7 +126,7 @@ func (r *Registry) remember(name string, c cachedRecord) {
 		r.records = map[string]cachedRecord{}
 	}
 	r.records[name] = c
-	r.recordsNew = true
+	r.cacheStale = true
 }
 
 // saveCache writes the registry cache when the records differ from what
@@ -135,10 +134,10 @@ func (r *Registry) remember(name string, c cachedRecord) {
 // more, nothing is wrong.
 func (r *Registry) saveCache(m *mesh.Mesh) {
 	if r.cache != nil && len(r.records) != len(r.cache.Records) {
-		r.recordsNew = true // some are gone from the spool
+		r.cacheStale = true // some are gone from the spool
 	}
 	r.cache = nil
-	if r.cachePath == "" || !r.recordsNew && !r.joinsNew {
+	if r.cachePath == "" || !r.cacheStale {
 		return
 	}
 	c := &registryCache{Spool: m.Spool.String(), Mesh: m.Public().Fingerprint(), Records: r.records, JoinDirs: r.joinDirs}
@@ -146,7 +145,7 @@ func (r *Registry) saveCache(m *mesh.Mesh) {
 		r.Warnings = append(r.Warnings, err.Error())
 		return
 	}
-	r.recordsNew, r.joinsNew = false, false
+	r.cacheStale = false
 }
 
 // skip records that the record name did not verify.
@@ -211,7 +210,7 @@ func LoadRegistry(ctx context.Context, m *mesh.Mesh) (*Registry, error) {
 	}
 	r.cache = c
 	if c == nil {
-		r.recordsNew = true
+		r.cacheStale = true
 	} else {
 		// Sized for what the cache holds, most of which a run keeps.
 		r.joinDirs = c.JoinDirs
