@@ -309,7 +309,7 @@ func (r *run) changeAccounts(items []*item) {
 		if db == nil {
 			var err error
 			if db, err = loadAccounts(r.s.Root); err != nil {
-				it.fatal = err
+				it.set().fatal = err
 				continue
 			}
 		}
@@ -324,10 +324,10 @@ func (r *run) changeAccounts(items []*item) {
 		// Lookups of owners made before this change may be out of date.
 		r.ids = newIDs(r.s.Root, r.live)
 		if err := r.runTool(tool, args); err != nil {
-			it.fatal = err
+			it.set().fatal = err
 			continue
 		}
-		it.what = past(what)
+		it.set().what = past(what)
 		if it.absent {
 			it.removed = true
 		} else {

@@ -89,13 +89,19 @@ func ShownID(s *Spec) string {
 // is paired with the first that it clashes with.
 func Clashes(specs []Spec) []Clash {
 	var out []Clash
-	first := make(map[string]int, len(specs))
+	// One path is one resource whatever its declared type: a path is its
+	// own key, made without a copy, as every declared path passes here
+	// twice a run.
+	type clashKey struct {
+		path bool
+		s    string
+	}
+	first := make(map[clashKey]int, len(specs))
 	for i := range specs {
 		s := &specs[i]
-		key := s.ID()
-		if isPath(s.Kind) {
-			// One path is one resource whatever its declared type.
-			key = "\x00" + s.Path
+		key := clashKey{path: true, s: s.Path}
+		if !isPath(s.Kind) {
+			key = clashKey{s: s.ID()}
 		}
 		if j, dup := first[key]; dup {
 			out = append(out, Clash{First: j, Second: i})
@@ -416,7 +422,7 @@ func pathReason(p string) string {
 	case len(p) >= unix.PathMax:
 		return fmt.Sprintf("is %d bytes long; the system allows at most %d", len(p), unix.PathMax-1)
 	}
-	for _, part := range strings.Split(p, "/") {
+	for part := range strings.SplitSeq(p, "/") { // no slice: every declared path passes here twice a run
 		if part == ".." {
 			return "contains .."
 		}

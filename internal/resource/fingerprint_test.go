@@ -105,6 +105,13 @@ func TestFingerprintsFromReadBack(t *testing.T) {
 	if len(fps) != 2 || fps[0].Path != "/etc/b.conf" || fps[1].Path != "/etc/a.conf" {
 		t.Fatalf("fingerprints %+v, want b.conf then a.conf", fps)
 	}
+	// Taking them lets go of the run; asking again gives the same.
+	if s.last != nil {
+		t.Error("the run is still held after its fingerprints were taken")
+	}
+	if again := s.Fingerprints(); len(again) != 2 || &again[0] != &fps[0] {
+		t.Errorf("asked again: %+v", again)
+	}
 	_, st := lstat(t, root, "/etc/b.conf")
 	want := Fingerprint{Path: "/etc/b.conf", Dev: uint64(st.Dev), Ino: st.Ino, Size: 4,
 		Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(), Digest: sha256.Sum256([]byte("bee\n"))}

@@ -4,15 +4,18 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/muster-tool/muster/internal/atomicfile"
 	"github.com/muster-tool/muster/internal/outcome"
@@ -75,6 +78,7 @@ func exists(root, p string) bool {
 func apply(t *testing.T, s *System, specs ...Spec) map[string]Result {
 	t.Helper()
 	res := s.Apply(context.Background(), specs)
+	checkNoRare(t)
 	if len(res) != len(specs) {
 		t.Fatalf("%d results for %d specs", len(res), len(specs))
 	}
@@ -159,3 +163,32 @@ func noTemps(t *testing.T, root string) {
 }
 
 func ptr(b bool) *bool { return &b }
+
+// checkNoRare fails the test when anything wrote to noRare, the rare
+// every item without its own reads: a write through item.get instead of
+// item.set would show on every item of every run after it.
+func checkNoRare(t testing.TB) {
+	t.Helper()
+	if !reflect.ValueOf(noRare).IsZero() {
+		t.Fatalf("noRare was written: %+v", noRare)
+	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if !reflect.ValueOf(noRare).IsZero() {
+		fmt.Fprintf(os.Stderr, "noRare was written: %+v\n", noRare)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// An item is within 384 bytes, a size class of Go's allocator: a host of
+// 100,000 files holds 100,000 of them through its change and read-back
+// phases, and the README's peak memory of apply counts on it. A field
+// few items need belongs in rare.
+func TestItemFitsItsSizeClass(t *testing.T) {
+	if n := unsafe.Sizeof(item{}); n > 384 {
+		t.Errorf("item is %d bytes, over 384", n)
+	}
+}

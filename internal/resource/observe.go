@@ -17,13 +17,23 @@ import (
 
 // State is what Observe read of one resource.
 type State struct {
-	// Exists: something is at the path, the package is installed.
-	Exists bool
 	// Type is what is at a path: File, Directory, Symlink, or "fifo",
 	// "socket", "device" for things muster does not manage.
 	Type Kind
 	// Mode holds the permission and set-id bits, as chmod(2) takes them.
 	Mode uint32
+	// Exists: something is at the path, the package is installed. (The
+	// flags are kept beside Mode, where each does not take a word of its
+	// own: a run holds a State for every resource.)
+	Exists bool
+	// Stale: the init system runs an older definition of the service
+	// than its unit files hold; read only where units can run.
+	Stale bool
+	// sameContent: the file's content equals the declared content
+	// (compared while hashing, so no declared digest is needed).
+	sameContent bool
+	// read: a file's content was read (not vouched for by a Fingerprint).
+	read bool
 	UID  int
 	GID  int
 	// Size and Digest ("sha256:<hex>") of a file's content. Digest is
@@ -42,20 +52,12 @@ type State struct {
 	// Enabled and Active of a service; nil when not read.
 	Enabled *bool
 	Active  *bool
-	// Stale: the init system runs an older definition of the service
-	// than its unit files hold; read only where units can run.
-	Stale bool
 
-	// sameContent: the file's content equals the declared content
-	// (compared while hashing, so no declared digest is needed).
-	sameContent bool
 	// nlink is the number of hard links of a file.
 	nlink uint64
 	// fileStat: what a Fingerprint keeps, from the lstat, or for a file
 	// that was read from the fstat of the handle it was read through.
 	fileStat
-	// read: a file's content was read (not vouched for by a Fingerprint).
-	read bool
 }
 
 // observed is one observation made during a run.

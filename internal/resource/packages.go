@@ -19,7 +19,7 @@ func wantVersion(it *item) string {
 	case "", "present":
 		return ""
 	case "latest":
-		return it.candidate
+		return it.get().candidate
 	default:
 		return v
 	}
@@ -48,15 +48,15 @@ func packageMismatch(it *item, st *State) []string {
 // candidates resolves "latest" for each item that asks for it.
 func (r *run) candidates(items []*item) {
 	for _, it := range items {
-		if it.err != nil || it.fatal != nil || it.spec.Version != "latest" {
+		if it.err != nil || it.get().fatal != nil || it.spec.Version != "latest" {
 			continue
 		}
 		c, err := r.s.Packages.Candidate(r.ctx, it.spec.Name)
 		if err != nil {
-			it.fatal = err
+			it.set().fatal = err
 			continue
 		}
-		it.candidate = c
+		it.set().candidate = c
 	}
 }
 
@@ -68,7 +68,7 @@ func (r *run) changePackages(items []*item) {
 	}
 	if r.s.Packages == nil {
 		for _, it := range items {
-			it.fatal = errNoPackages
+			it.set().fatal = errNoPackages
 		}
 		return
 	}
@@ -85,7 +85,7 @@ func (r *run) changePackages(items []*item) {
 	installed, err := r.s.Packages.Installed(r.ctx, names)
 	if err != nil {
 		for _, it := range items {
-			it.fatal = fmt.Errorf("query installed packages: %w", err)
+			it.set().fatal = fmt.Errorf("query installed packages: %w", err)
 		}
 		return
 	}
@@ -94,7 +94,7 @@ func (r *run) changePackages(items []*item) {
 	var remove []string
 	var installing, removing []*item
 	for _, it := range items {
-		if it.fatal != nil {
+		if it.get().fatal != nil {
 			continue
 		}
 		v, ok := installed[it.spec.Name]
@@ -109,17 +109,17 @@ func (r *run) changePackages(items []*item) {
 		case it.absent:
 			remove = append(remove, it.spec.Name)
 			removing = append(removing, it)
-			it.what = []string{"removed " + v}
+			it.set().what = []string{"removed " + v}
 		default:
 			want := wantVersion(it)
 			install[it.spec.Name] = want
 			installing = append(installing, it)
 			switch {
 			case !ok:
-				it.what = []string{"installed " + orAny(want)}
+				it.set().what = []string{"installed " + orAny(want)}
 				it.created = true
 			default:
-				it.what = []string{fmt.Sprintf("version %s → %s", v, want)}
+				it.set().what = []string{fmt.Sprintf("version %s → %s", v, want)}
 			}
 		}
 	}
@@ -130,7 +130,7 @@ func (r *run) changePackages(items []*item) {
 		for _, it := range installing {
 			it.changed = true
 			if err != nil {
-				it.explain = err
+				it.set().explain = err
 			}
 		}
 	}
@@ -139,7 +139,7 @@ func (r *run) changePackages(items []*item) {
 		for _, it := range removing {
 			it.removed = true
 			if err != nil {
-				it.explain = err
+				it.set().explain = err
 			}
 		}
 	}
@@ -188,11 +188,12 @@ func (r *run) observePackages() {
 		// A dry run names the version an install would pick; a package
 		// no repository offers would fail the install, and fails here.
 		for _, it := range items {
-			if it.fatal == nil && it.obs.err == nil && !it.absent && !it.obs.st.Exists && wantVersion(it) == "" {
-				it.candidate, it.fatal = r.s.Packages.Candidate(r.ctx, it.spec.Name)
+			if it.get().fatal == nil && it.obs.err == nil && !it.absent && !it.obs.st.Exists && wantVersion(it) == "" {
+				x := it.set()
+				x.candidate, x.fatal = r.s.Packages.Candidate(r.ctx, it.spec.Name)
 			}
-			if it.fatal != nil {
-				it.obs.err = it.fatal
+			if it.get().fatal != nil {
+				it.obs.err = it.get().fatal
 			}
 		}
 	}
@@ -204,7 +205,7 @@ func installVersion(it *item) string {
 	if v := wantVersion(it); v != "" {
 		return v
 	}
-	return it.candidate
+	return it.get().candidate
 }
 
 // packageDryPlan says what changePackages would do, naming the package
@@ -311,14 +312,14 @@ func (r *run) prunePackages(items []*item) {
 	if !r.s.Prune {
 		for _, it := range items {
 			it.leave = true
-			it.note = pruneNote
+			it.set().note = pruneNote
 		}
 		return
 	}
 	r.changePackages(items)
 	for _, it := range items {
-		if !it.removed && it.fatal == nil {
-			it.note = "already absent"
+		if !it.removed && it.get().fatal == nil {
+			it.set().note = "already absent"
 		}
 	}
 }

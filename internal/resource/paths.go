@@ -220,12 +220,12 @@ func (r *run) changePaths(items []*item) {
 			continue
 		}
 		if err := r.settleOwner(it); err != nil {
-			it.fatal = err
+			it.set().fatal = err
 			continue
 		}
 		if err := r.changePath(it); err != nil {
-			it.fatal = err
-			it.what = nil
+			it.set().fatal = err
+			it.set().what = nil
 			it.changed, it.removed, it.created = false, false, false
 		}
 	}
@@ -237,7 +237,7 @@ func (r *run) changePaths(items []*item) {
 			continue
 		}
 		if e := it.entry.Err(); e != nil {
-			it.fatal = e
+			it.set().fatal = e
 			it.changed, it.removed, it.created = false, false, false
 		}
 	}
@@ -281,7 +281,7 @@ func (r *run) changePath(it *item) error {
 	}
 	r.seq++
 	it.seq = r.seq
-	it.what = past(p.what)
+	it.set().what = past(p.what)
 	s := it.spec
 	dfd := int(d.Fd())
 	switch {
@@ -461,21 +461,21 @@ func (r *run) removePaths(items []*item) {
 			continue
 		}
 		if it.obs.err != nil {
-			it.fatal = it.obs.err
+			it.set().fatal = it.obs.err
 			continue
 		}
 		st := &it.obs.st
 		if !st.Exists {
-			it.note = "already absent"
+			it.set().note = "already absent"
 			continue
 		}
 		if err := orphanCheck(it, st); err != nil {
-			it.fatal = err
+			it.set().fatal = err
 			continue
 		}
 		d, err := r.t.dir(it.parent, false)
 		if err != nil {
-			it.fatal = err
+			it.set().fatal = err
 			continue
 		}
 		flags := 0
@@ -487,9 +487,9 @@ func (r *run) removePaths(items []*item) {
 				// What is in it is not muster's to remove: the
 				// directory stays, owned, until it is empty.
 				it.kept = true
-				it.note = fmt.Sprintf("directory %s is not empty; left in place until it is", it.spec.Path)
+				it.set().note = fmt.Sprintf("directory %s is not empty; left in place until it is", it.spec.Path)
 			} else {
-				it.fatal = pathErr("remove", d, it.base, err)
+				it.set().fatal = pathErr("remove", d, it.base, err)
 			}
 			continue
 		}
@@ -502,7 +502,7 @@ func (r *run) removePaths(items []*item) {
 	b.Commit()
 	for _, it := range items {
 		if it.entry != nil && it.entry.Err() != nil {
-			it.fatal, it.removed = it.entry.Err(), false
+			it.set().fatal, it.removed = it.entry.Err(), false
 		}
 	}
 }

@@ -193,7 +193,7 @@ func (w *purgeWalk) dir(d *os.File, p string, dev uint64) ([]string, bool, error
 func (r *run) purge() {
 	var items []*item
 	for _, it := range r.items {
-		if it.spec.Purge && it.err == nil && it.fatal == nil && !it.absent {
+		if it.spec.Purge && it.err == nil && it.get().fatal == nil && !it.absent {
 			items = append(items, it)
 		}
 	}
@@ -212,18 +212,18 @@ func (r *run) purge() {
 		touched[i] = w.touched
 		if len(found) > 0 {
 			it.changed = true
-			it.what = append(it.what, purgeWhat("purged", found))
+			it.set().what = append(it.set().what, purgeWhat("purged", found))
 		}
 		if err != nil {
-			it.fatal = fmt.Errorf("purge: %w", err)
+			it.set().fatal = fmt.Errorf("purge: %w", err)
 		}
 	}
 	// The removals hold once their directories are synced.
 	w.batch.Commit()
 	for i, it := range items {
 		for _, e := range touched[i] {
-			if err := e.Err(); err != nil && it.fatal == nil {
-				it.fatal = fmt.Errorf("purge: %w", err)
+			if err := e.Err(); err != nil && it.get().fatal == nil {
+				it.set().fatal = fmt.Errorf("purge: %w", err)
 			}
 		}
 	}
@@ -246,7 +246,11 @@ func (r *run) observePurges() {
 	w := r.newPurgeWalk(r.t, false)
 	defer w.close()
 	for _, it := range items {
-		it.purgeLeft, it.obs.err = w.purge(it)
+		var left []string
+		left, it.obs.err = w.purge(it)
+		if len(left) > 0 || it.more != nil {
+			it.set().purgeLeft = left
+		}
 	}
 }
 
@@ -267,8 +271,8 @@ func purgeWhat(verb string, found []string) string {
 // purgeMismatch is the read-back of a purge directory: nothing that a
 // purge would remove may be left.
 func purgeMismatch(it *item) []string {
-	if !it.spec.Purge || len(it.purgeLeft) == 0 {
+	if !it.spec.Purge || len(it.get().purgeLeft) == 0 {
 		return nil
 	}
-	return []string{purgeWhat("holds", it.purgeLeft) + " (purge = true)"}
+	return []string{purgeWhat("holds", it.get().purgeLeft) + " (purge = true)"}
 }

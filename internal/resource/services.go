@@ -23,7 +23,7 @@ func (r *run) changeServices(items []*item) {
 		switch {
 		case r.interrupted(it):
 		case svc == nil:
-			it.fatal = errNoServices
+			it.set().fatal = errNoServices
 		default:
 			todo = append(todo, it)
 		}
@@ -37,7 +37,7 @@ func (r *run) changeServices(items []*item) {
 			for i, it := range todo {
 				if states[i].Err == nil && states[i].Stale {
 					it.changed = true
-					it.what = append(it.what, "reloaded (systemd ran an older definition of the unit)")
+					it.set().what = append(it.set().what, "reloaded (systemd ran an older definition of the unit)")
 				}
 			}
 			states, err = r.lookServices(todo)
@@ -45,37 +45,37 @@ func (r *run) changeServices(items []*item) {
 	}
 	if err != nil {
 		for _, it := range todo {
-			it.fatal = err
+			it.set().fatal = err
 		}
 		return
 	}
 	for i, it := range todo {
 		if states[i].Err != nil {
-			it.fatal = states[i].Err
+			it.set().fatal = states[i].Err
 			continue
 		}
-		it.lookEnabled = &states[i].Enabled
+		it.set().lookEnabled = &states[i].Enabled
 		if r.interrupted(it) {
 			continue
 		}
 		s := it.spec
 		if s.Enabled != nil && states[i].Enabled != *s.Enabled {
 			if err := svc.SetEnabled(r.ctx, s.Name, *s.Enabled); err != nil {
-				it.fatal = err
+				it.set().fatal = err
 				continue
 			}
 			it.changed = true
-			it.what = append(it.what, pick(*s.Enabled, "enabled", "disabled"))
+			it.set().what = append(it.set().what, pick(*s.Enabled, "enabled", "disabled"))
 		}
 		if s.Running != nil && svc.CanRun() && states[i].Active != *s.Running {
 			if err := svc.SetRunning(r.ctx, s.Name, *s.Running); err != nil {
-				it.fatal = err
+				it.set().fatal = err
 				continue
 			}
 			r.seq++
-			it.startSeq = r.seq
+			it.set().startSeq = r.seq
 			it.changed = true
-			it.what = append(it.what, pick(*s.Running, "started", "stopped"))
+			it.set().what = append(it.set().what, pick(*s.Running, "started", "stopped"))
 		}
 	}
 }
@@ -109,19 +109,19 @@ func (r *run) correctLooks() {
 	var again []*item
 	for _, it := range r.items {
 		s := it.spec
-		if s.Kind != Service || s.Enabled == nil || it.lookEnabled == nil || *it.lookEnabled != *s.Enabled ||
-			it.err != nil || it.fatal != nil || it.obs.err != nil || it.obs.st.Enabled == nil || *it.obs.st.Enabled == *s.Enabled {
+		if s.Kind != Service || s.Enabled == nil || it.get().lookEnabled == nil || *it.get().lookEnabled != *s.Enabled ||
+			it.err != nil || it.get().fatal != nil || it.obs.err != nil || it.obs.st.Enabled == nil || *it.obs.st.Enabled == *s.Enabled {
 			continue
 		}
 		if r.interrupted(it) {
 			continue
 		}
 		if err := svc.SetEnabled(r.ctx, s.Name, *s.Enabled); err != nil {
-			it.fatal = err
+			it.set().fatal = err
 			continue
 		}
 		it.changed = true
-		it.what = append(it.what, pick(*s.Enabled, "enabled", "disabled")+" (found "+pick(*s.Enabled, "disabled", "enabled")+" by the read-back: a link changed by hand)")
+		it.set().what = append(it.set().what, pick(*s.Enabled, "enabled", "disabled")+" (found "+pick(*s.Enabled, "disabled", "enabled")+" by the read-back: a link changed by hand)")
 		again = append(again, it)
 	}
 	if len(again) > 0 {
@@ -172,12 +172,12 @@ func (r *run) reload() error {
 func (r *run) restarts() {
 	for _, it := range r.items {
 		s := it.spec
-		if s.Kind != Service || it.err != nil || it.fatal != nil || len(s.RestartOn) == 0 {
+		if s.Kind != Service || it.err != nil || it.get().fatal != nil || len(s.RestartOn) == 0 {
 			continue
 		}
 		var files, invalid []string
 		for _, p := range s.RestartOn {
-			if seq, ok := r.changed[p]; ok && seq > it.startSeq {
+			if seq, ok := r.changed[p]; ok && seq > it.get().startSeq {
 				files = append(files, p)
 			}
 			if r.invalid[p] {
@@ -190,12 +190,12 @@ func (r *run) restarts() {
 		if len(invalid) > 0 {
 			// What changed goes with what was refused: restarting on
 			// half of it would run a configuration no one declared.
-			it.note = joinNote(it.note, "not restarted: the new content of "+strings.Join(invalid, ", ")+" failed its validate command")
+			it.set().note = joinNote(it.set().note, "not restarted: the new content of "+strings.Join(invalid, ", ")+" failed its validate command")
 			continue
 		}
 		svc := r.s.Services
 		if !svc.CanRun() {
-			it.note = joinNote(it.note, "not restarted: units cannot be started here")
+			it.set().note = joinNote(it.set().note, "not restarted: units cannot be started here")
 			continue
 		}
 		if s.Running == nil {
@@ -204,7 +204,7 @@ func (r *run) restarts() {
 				err = states[0].Err
 			}
 			if err != nil {
-				it.fatal = err
+				it.set().fatal = err
 				continue
 			}
 			if !states[0].Active {
@@ -216,15 +216,15 @@ func (r *run) restarts() {
 		}
 		// A unit file changed by a later group than the service's.
 		if err := r.reloadIfChanged(); err != nil {
-			it.fatal = err
+			it.set().fatal = err
 			continue
 		}
 		if err := svc.Restart(r.ctx, s.Name); err != nil {
-			it.fatal = err
+			it.set().fatal = err
 			continue
 		}
 		it.changed, it.restarted = true, true
-		it.what = append(it.what, "restarted ("+strings.Join(files, ", ")+" changed)")
+		it.set().what = append(it.set().what, "restarted ("+strings.Join(files, ", ")+" changed)")
 	}
 }
 
@@ -245,7 +245,7 @@ func (r *run) observeServices() {
 			continue
 		}
 		if s.Running != nil && !svc.CanRun() && !r.live && s.Enabled != nil {
-			it.note = joinNote(it.note, notManagedNote)
+			it.set().note = joinNote(it.set().note, notManagedNote)
 		}
 		todo = append(todo, it)
 	}

@@ -132,8 +132,11 @@ type System struct {
 	// phases. Tests use it to undo a change and prove that only the
 	// read-back decides a line.
 	beforeReadBack func()
-	// last is the run of the last Apply, for Fingerprints.
-	last *run
+	// last is the run of the last Apply, for Fingerprints, which keeps
+	// what it found in fingerprints and lets go of last.
+	last          *run
+	fingerprints  []Fingerprint
+	fingerprinted bool
 }
 
 // Result is the outcome of one spec.
@@ -180,12 +183,27 @@ type item struct {
 	// change is attempted.
 	err error
 
-	absent       bool
 	content      string // a file's content, decoded (Spec.Bytes)
 	mode         int    // -1: not declared
 	uid, gid     int    // -1: not declared
 	parent, base string
 	dir          *os.File // parent's handle for the current observation
+	// obs is the item's observation: the first look during the change
+	// phase, replaced by the read-back, after which nothing reads the
+	// first look. One per item keeps a run's memory, which a fresh
+	// process pays for page by page, to what it needs.
+	obs observed
+
+	// more holds what few items need (see rare); nil until one does.
+	more *rare
+	// entry is the batch entry of the change: a staged file, or the
+	// directory touched, whose sync decides whether the change holds.
+	entry *atomicfile.Entry
+	seq   int // when it changed, for restart ordering
+
+	// The flags are kept together, as each alone would take a word of
+	// a struct a host of 100,000 files holds 100,000 of.
+	absent bool
 	// leave: an orphan muster leaves alone (a unit, a package without
 	// Prune, a user or group); its line says so and nothing is read.
 	leave bool
@@ -194,24 +212,25 @@ type item struct {
 	// resettle: it exists, but this run may change its id, so
 	// settleOwner looks it up again.
 	pendingOwner, resettle bool
-	// purgeLeft: what a purge directory holds that a purge would remove,
-	// as last observed (purge.go).
-	purgeLeft []string
 	// kept: an orphaned directory that could not be removed because it is
 	// not empty; its line warns, with the note.
 	kept bool
-
-	// obs is the item's observation: the first look during the change
-	// phase, replaced by the read-back, after which nothing reads the
-	// first look. One per item keeps a run's memory, which a fresh
-	// process pays for page by page, to what it needs.
-	obs observed
 
 	changed bool
 	removed bool
 	created bool
 	// verified: the read-back matched the spec.
-	verified bool
+	verified  bool
+	restarted bool
+}
+
+// rare is what few items of a run need: what a change did or why it
+// failed, a note, a purge's leftovers, a package's candidate version, a
+// service's start. An item gets one on its first write (item.set), and
+// one that never needs it reads the empty one (item.get): a host of
+// 100,000 files that changes nothing holds none, which keeps item within
+// 384 bytes.
+type rare struct {
 	// fatal: a change step for this line failed; the line fails
 	// whatever its read-back says.
 	fatal error
@@ -221,17 +240,35 @@ type item struct {
 	explain error
 	what    []string
 	note    string
-	// entry is the batch entry of the change: a staged file, or the
-	// directory touched, whose sync decides whether the change holds.
-	entry *atomicfile.Entry
-	seq   int // when it changed, for restart ordering
+	// purgeLeft: what a purge directory holds that a purge would remove,
+	// as last observed (purge.go).
+	purgeLeft []string
 
 	candidate string // package version "latest" resolved to
 	startSeq  int    // service started at
-	restarted bool
 	// lookEnabled: the enablement the change phase's look found, for
 	// a service it looked at.
 	lookEnabled *bool
+}
+
+// noRare is what get returns for an item without its own rare. It is
+// never written: a write goes through set.
+var noRare rare
+
+// get returns the item's rare for reading.
+func (it *item) get() *rare {
+	if it.more == nil {
+		return &noRare
+	}
+	return it.more
+}
+
+// set returns the item's rare for writing, made on the first call.
+func (it *item) set() *rare {
+	if it.more == nil {
+		it.more = &rare{}
+	}
+	return it.more
 }
 
 type run struct {
@@ -311,7 +348,7 @@ func (s *System) Apply(ctx context.Context, specs []Spec) []Result {
 			out[i] = r.result(it)
 		}
 	}
-	s.last = r
+	s.last, s.fingerprints, s.fingerprinted = r, nil, false
 	return out
 }
 
@@ -540,7 +577,7 @@ func accountRank(it *item) int {
 // cancelled: nothing more is changed, but everything is still read back.
 func (r *run) interrupted(it *item) bool {
 	if err := r.ctx.Err(); err != nil {
-		it.fatal = fmt.Errorf("not applied: %w", err)
+		it.set().fatal = fmt.Errorf("not applied: %w", err)
 		return true
 	}
 	return false
@@ -635,8 +672,8 @@ func (r *run) result(it *item) Result {
 	case it.err != nil:
 		res.Detail = it.err.Error()
 		return res
-	case it.fatal != nil:
-		res.Detail = it.fatal.Error()
+	case it.get().fatal != nil:
+		res.Detail = it.get().fatal.Error()
 		return res
 	case it.pendingOwner:
 		// settleOwner runs before every path is changed; a path it
@@ -644,10 +681,10 @@ func (r *run) result(it *item) Result {
 		res.Detail = fmt.Sprintf("owner %q or group %q was never resolved", it.spec.Owner, it.spec.Group)
 		return res
 	case it.leave:
-		res.Status, res.Detail = outcome.OK, it.note
+		res.Status, res.Detail = outcome.OK, it.get().note
 		return res
 	case it.kept:
-		res.Status, res.Detail = outcome.Warn, it.note
+		res.Status, res.Detail = outcome.Warn, it.get().note
 		return res
 	case it.obs.err != nil:
 		res.Detail = "read back: " + it.obs.err.Error()
@@ -655,8 +692,8 @@ func (r *run) result(it *item) Result {
 	}
 	if diffs := r.mismatch(it, &it.obs.st); len(diffs) > 0 {
 		res.Detail = "read back: " + strings.Join(diffs, "; ")
-		if it.explain != nil {
-			res.Detail = it.explain.Error() + " (" + res.Detail + ")"
+		if it.get().explain != nil {
+			res.Detail = it.get().explain.Error() + " (" + res.Detail + ")"
 		}
 		return res
 	}
@@ -664,7 +701,7 @@ func (r *run) result(it *item) Result {
 	it.verified = true
 	if it.spec.Kind == Package && it.created && wantVersion(it) == "" {
 		// Installed at the repository's version: the read-back names it.
-		it.what = []string{"installed " + it.obs.st.Version}
+		it.set().what = []string{"installed " + it.obs.st.Version}
 	}
 	switch {
 	case it.removed:
@@ -672,7 +709,7 @@ func (r *run) result(it *item) Result {
 	case it.changed:
 		res.Status = outcome.Changed
 	}
-	res.Detail = detail(it.what, it.note)
+	res.Detail = detail(it.get().what, it.get().note)
 	res.Digest = stateDigest(it.spec, &it.obs.st)
 	res.Created = it.created
 	return res
@@ -779,7 +816,7 @@ func (r *run) dryResults() []Result {
 			out[i].Detail = strings.Join(diffs, "; ")
 		default:
 			out[i].Status = outcome.OK
-			out[i].Detail = it.note
+			out[i].Detail = it.get().note
 			out[i].Digest = stateDigest(it.spec, &it.obs.st)
 		}
 	}
@@ -818,8 +855,8 @@ func (r *run) dryPlan(it *item) ([]string, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	if len(it.purgeLeft) > 0 {
-		p.what = append(p.what, purgeWhat("purge", it.purgeLeft))
+	if len(it.get().purgeLeft) > 0 {
+		p.what = append(p.what, purgeWhat("purge", it.get().purgeLeft))
 	}
 	if p.remove && it.spec.Kind == Directory {
 		if d, err := r.t.dir(it.parent, false); err == nil {
@@ -861,10 +898,10 @@ func (s *System) RemoveAll(ctx context.Context, specs []Spec) []Result {
 			}
 		case Service:
 			it.leave = true
-			it.note = "left as it is: muster does not remove units"
+			it.set().note = "left as it is: muster does not remove units"
 		case User, Group:
 			it.leave = true
-			it.note = fmt.Sprintf("left as it is: muster removes a %s only when it is declared absent", sp.Kind)
+			it.set().note = fmt.Sprintf("left as it is: muster removes a %s only when it is declared absent", sp.Kind)
 		default:
 			it.err = fmt.Errorf("unknown resource type %q", sp.Kind)
 		}
@@ -903,7 +940,7 @@ func (r *run) dryOrphan(it *item) Result {
 	case it.err != nil:
 		res.Detail = it.err.Error()
 	case it.spec.Kind == Service || it.spec.Kind == User || it.spec.Kind == Group:
-		res.Status, res.Detail = outcome.OK, it.note
+		res.Status, res.Detail = outcome.OK, it.get().note
 	case it.spec.Kind == Package && !r.s.Prune:
 		res.Status, res.Detail = outcome.OK, pruneNote
 	case it.spec.Kind == Package:
