@@ -103,7 +103,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer lk.release()
-	r := &run{o: o, state: o.Config.State}
+	r := &run{o: o, state: o.Config.State, gc: gc}
 	if err := r.prepare(ctx); err != nil {
 		return r.res, err
 	}
@@ -134,6 +134,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 // run is one apply as it goes.
 type run struct {
 	o     Options
+	gc    *gcTuner
 	state string // the state directory
 	key   stateKey
 	res   *Result
@@ -307,35 +308,53 @@ func (r *run) reconcile(ctx context.Context) error {
 		// Every temp file of this run is renamed or removed by now, and
 		// those of a killed one swept.
 		staging.clear()
-		// A cache: a run goes on without it.
+		// A cache: a run goes on without it. Taking the fingerprints
+		// lets go of the run's state of each resource.
 		_ = keepFingerprints(r.state, r.known, sys.Fingerprints())
+		r.gc.released()
 	}
-	declared := make(map[string]bool, len(results))
-	for _, res := range results { // one per resource, in order, with its ID
-		declared[res.ID] = true
-	}
-	lines := make([]outcome.Line, 0, len(results))
-	newLedger := make(ledger.Ledger, len(results))
-	for i, res := range results {
-		s := &nd.Resources[i]
+	// What this host owns after the run, entry by entry: the rule is
+	// here alone, for both passes below.
+	entry := func(i int) (ledger.Entry, bool) {
+		res, s := &results[i], &nd.Resources[i]
 		old, owned := r.led[res.ID]
-		l := outcome.Line{ID: res.ID, Status: res.Status, Detail: res.Detail, Digest: res.Digest}
-		if !o.DryRun && owned {
-			lostChange(&l, old)
-		}
-		lines = append(lines, l)
 		switch {
 		case declaredAbsent(s):
 			// Nothing is owned where the declaration wants nothing.
 		case res.Status != outcome.Failed:
-			newLedger[res.ID] = ledger.Entry{ID: res.ID, Kind: s.Kind, Path: s.Path, Name: s.Name, Digest: res.Digest, Created: old.Created || res.Created}
+			return ledger.Entry{ID: res.ID, Kind: s.Kind, Path: s.Path, Name: s.Name, Digest: res.Digest, Created: old.Created || res.Created}, true
 		case owned:
-			newLedger[res.ID] = old
+			return old, true
 		case res.Created:
-			newLedger[res.ID] = ledger.Entry{ID: res.ID, Kind: s.Kind, Path: s.Path, Name: s.Name, Created: true}
+			return ledger.Entry{ID: res.ID, Kind: s.Kind, Path: s.Path, Name: s.Name, Created: true}, true
 		}
+		return ledger.Entry{}, false
 	}
-	lines = append(lines, orphans(ctx, sys, r.led, nd.Resources, declared, nd.Prune, newLedger)...)
+	lines := make([]outcome.Line, 0, len(results))
+	for _, res := range results { // one per resource, in order, with its ID
+		l := outcome.Line{ID: res.ID, Status: res.Status, Detail: res.Detail, Digest: res.Digest}
+		if old, owned := r.led[res.ID]; !o.DryRun && owned {
+			lostChange(&l, old)
+		}
+		lines = append(lines, l)
+	}
+	// Most runs from a timer own exactly what the ledger before says:
+	// that ledger is then the one after, and no copy of it is made (for a
+	// host of 100,000 files, about 20 MiB held to the end of the run).
+	// Every entry the ledger before holds is then declared, so nothing
+	// is an orphan.
+	newLedger := r.led
+	if !sameEntries(r.led, len(results), entry) {
+		declared := make(map[string]bool, len(results))
+		newLedger = make(ledger.Ledger, len(results))
+		for i, res := range results {
+			declared[res.ID] = true
+			if e, ok := entry(i); ok {
+				newLedger[e.ID] = e
+			}
+		}
+		lines = append(lines, orphans(ctx, sys, r.led, nd.Resources, declared, nd.Prune, newLedger)...)
+	}
 	lines = append(append(lines, r.up.Lines()...), repoLines...)
 	if r.commit.Expired(o.Now()) {
 		lines = append(lines, expiredLine(r.commit))
@@ -343,6 +362,23 @@ func (r *run) reconcile(ctx context.Context) error {
 	r.notes = append(r.notes, r.up.Notes()...)
 	r.lines, r.newLedger = lines, newLedger
 	return nil
+}
+
+// sameEntries reports whether the n entries entry gives (those it says
+// ok for, by distinct ids) are exactly the entries of led.
+func sameEntries(led ledger.Ledger, n int, entry func(int) (ledger.Entry, bool)) bool {
+	kept := 0
+	for i := range n {
+		e, ok := entry(i)
+		if !ok {
+			continue
+		}
+		if old, found := led[e.ID]; !found || old != e {
+			return false
+		}
+		kept++
+	}
+	return kept == len(led)
 }
 
 // account counts the lines and makes the report, whose outcome is

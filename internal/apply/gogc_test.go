@@ -1,9 +1,16 @@
 package apply
 
 import (
+	"runtime"
 	"runtime/debug"
 	"testing"
 )
+
+func numGC() uint32 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.NumGC
+}
 
 func TestTuneGC(t *testing.T) {
 	t.Setenv("GOGC", "")
@@ -26,8 +33,24 @@ func TestTuneGC(t *testing.T) {
 
 	g = tuneGC(true)
 	g.declared(quietGCResources + 1)
+	if p := percent(); p != largeGCPercent {
+		t.Fatalf("large declaration: GOGC %d, want %d", p, largeGCPercent)
+	}
+	n := numGC()
+	g.released()
+	if numGC() == n {
+		t.Error("a large declaration's run let go of its state and nothing was collected")
+	}
+	g.done()
 	if p := percent(); p != 100 {
-		t.Fatalf("large declaration: GOGC %d, want the process's 100", p)
+		t.Fatalf("after the run: GOGC %d, want 100 back", p)
+	}
+
+	g = tuneGC(true)
+	g.declared(quietGCResources)
+	n = numGC()
+	if g.released(); numGC() != n {
+		t.Error("a small declaration's run collected when it let go of its state")
 	}
 	g.done()
 

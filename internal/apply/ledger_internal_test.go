@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"fmt"
-	"strings"
-
-	"github.com/muster-tool/muster/internal/fault"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/muster-tool/muster/internal/fault"
 
 	"github.com/muster-tool/muster/internal/ledger"
 	"github.com/muster-tool/muster/internal/resource"
@@ -137,6 +138,46 @@ func BenchmarkLedgerLoad1000(b *testing.B) {
 	for b.Loop() {
 		if _, _, err := loadLedger(dir, key); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// sameEntries says the ledger after a run is the one before only when it
+// holds exactly the same entries: one entry changed (its digest, whether
+// the host created it), one gone (declared absent now, or an orphan), or
+// one new each make it another ledger.
+func TestSameEntries(t *testing.T) {
+	led := ledger.Ledger{}
+	var entries []ledger.Entry
+	for i := range 4 {
+		e := ledger.Entry{ID: fmt.Sprintf("file:/etc/f%d", i), Kind: resource.File, Path: fmt.Sprintf("/etc/f%d", i), Digest: fmt.Sprintf("sha256:%064d", i)}
+		led[e.ID], entries = e, append(entries, e)
+	}
+	// given returns the entry function of a run whose results are es,
+	// each owned unless absent says otherwise.
+	given := func(es []ledger.Entry, absent int) func(int) (ledger.Entry, bool) {
+		return func(i int) (ledger.Entry, bool) { return es[i], i != absent }
+	}
+	if !sameEntries(led, len(entries), given(entries, -1)) {
+		t.Error("the same entries were not the same ledger")
+	}
+	changed := slices.Clone(entries)
+	changed[2].Digest = "sha256:" + strings.Repeat("f", 64)
+	created := slices.Clone(entries)
+	created[1].Created = true
+	extra := append(slices.Clone(entries), ledger.Entry{ID: "file:/etc/new", Kind: resource.File, Path: "/etc/new"})
+	for name, c := range map[string]struct {
+		es     []ledger.Entry
+		absent int
+	}{
+		"a digest changed":    {changed, -1},
+		"created changed":     {created, -1},
+		"one declared absent": {entries, 3},
+		"one an orphan":       {entries[:3], -1},
+		"one new":             {extra, -1},
+	} {
+		if sameEntries(led, len(c.es), given(c.es, c.absent)) {
+			t.Errorf("%s: taken for the same ledger", name)
 		}
 	}
 }
