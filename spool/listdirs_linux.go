@@ -41,7 +41,7 @@ func (d *Dir) ListDirs(ctx context.Context, prefix string, known func(dir string
 	if err != nil {
 		return d.fail("list", prefix, err)
 	}
-	var dirs []string
+	dirs := make([]string, 0, len(ents))
 	for _, e := range ents {
 		if e.dir {
 			dirs = append(dirs, e.name)

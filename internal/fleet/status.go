@@ -223,7 +223,11 @@ func (s *State) Generation(ctx context.Context, gen uint64, sel Selection) (*Vie
 	if man != nil {
 		v.Wave = man.wave
 	}
-	for _, name := range s.reg.Names() {
+	names := s.reg.Names()
+	// Room for every node at once: a NodeStatus is large, and growing
+	// the slice 100,000 times over copies each many times.
+	v.Nodes = make([]NodeStatus, 0, len(names))
+	for _, name := range names {
 		n := s.reg.Nodes[name]
 		if !want(n) {
 			continue
