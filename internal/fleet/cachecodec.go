@@ -54,7 +54,7 @@ func appendCache(b []byte, c *cacheData) []byte {
 	for _, l := range c.Ledgers {
 		n += len(l) + 40
 	}
-	e := &cacheEncoder{bincode.Encoder{B: slices.Grow(b, n+64*len(c.Commits))}}
+	e := &cacheEncoder{Encoder: bincode.Encoder{B: slices.Grow(b, n+64*len(c.Commits))}}
 	e.Int(int64(c.Version))
 	e.Str(c.Spool)
 	e.Str(c.Mesh)
@@ -93,18 +93,49 @@ func appendCache(b []byte, c *cacheData) []byte {
 		e.Uint(uint64(len(l)))
 		e.Raw(l)
 	}
+	if c.Version >= compactVersion {
+		e.reportStrings(c)
+	}
 	e.Uint(uint64(len(c.Nodes)))
 	for id, nf := range c.Nodes {
 		e.Str(id)
 		if nf == nil {
 			nf = &nodeFacts{}
 		}
-		e.node(nf, c.Version >= stampedVersion)
+		e.node(nf, c.Version)
 	}
 	return e.B
 }
 
-type cacheEncoder struct{ bincode.Encoder }
+type cacheEncoder struct {
+	bincode.Encoder
+	// strs indexes the table of the reports' strings (versions and
+	// commits), from compactVersion on.
+	strs map[string]uint64
+}
+
+// reportStrings writes the table of the strings the reports name, which
+// the facts then name by index.
+func (e *cacheEncoder) reportStrings(c *cacheData) {
+	e.strs = map[string]uint64{}
+	var table []string
+	add := func(s string) {
+		if _, ok := e.strs[s]; !ok {
+			e.strs[s] = uint64(len(table))
+			table = append(table, s)
+		}
+	}
+	for _, nf := range c.Nodes {
+		if nf == nil {
+			continue
+		}
+		for i := range nf.Reports {
+			add(nf.Reports[i].Muster)
+			add(nf.Reports[i].Commit)
+		}
+	}
+	e.Strs(table)
+}
 
 func (e *cacheEncoder) indexes(xs []uint32) {
 	e.Uint(uint64(len(xs)))
@@ -124,27 +155,15 @@ func (e *cacheEncoder) lines(ls []outcome.Line) {
 	}
 }
 
-func (e *cacheEncoder) node(nf *nodeFacts, stamped bool) {
+func (e *cacheEncoder) node(nf *nodeFacts, version int) {
 	e.Str(nf.Signer)
 	e.Uint(uint64(len(nf.Reports)))
 	for i := range nf.Reports {
-		f := &nf.Reports[i]
-		e.Uint(f.Gen)
-		e.Uint(f.Seq)
-		e.Int(f.Size)
-		e.Str(f.Err)
-		e.Str(f.Misfiled)
-		e.Str(string(f.Outcome))
-		e.lines(f.Failed)
-		e.Uint(uint64(len(f.Notes)))
-		for _, n := range f.Notes {
-			e.Str(n)
+		if version >= compactVersion {
+			e.report(&nf.Reports[i])
+		} else {
+			e.reportBefore(&nf.Reports[i])
 		}
-		e.Int(f.Start)
-		e.Int(f.End)
-		e.Str(f.Muster)
-		e.Str(f.Commit)
-		e.Flag(f.Told)
 	}
 	if b := nf.Brief; b == nil {
 		e.Uint(0)
@@ -163,13 +182,71 @@ func (e *cacheEncoder) node(nf *nodeFacts, stamped bool) {
 		e.Uint(l.Seq)
 		e.Raw(l.Sum[:])
 	}
-	if !stamped {
+	if version < stampedVersion {
 		return
 	}
 	e.stamp(nf.ReportDir)
 	e.stamp(nf.BriefDir)
 	e.Flag(nf.Briefed)
 	e.Uint(nf.BriefSeq)
+}
+
+// A report's flags, from compactVersion on.
+const (
+	reportPassed = 1 << iota
+	reportTold
+	reportMoreFacts // Err, Misfiled, Failed and Notes follow
+	reportFlags     = reportPassed | reportTold | reportMoreFacts
+)
+
+func (e *cacheEncoder) report(f *reportFact) {
+	e.Uint(f.Gen)
+	e.Uint(f.Seq)
+	e.Int(f.Size)
+	e.Int(f.Start)
+	e.Int(f.End)
+	e.Uint(e.strs[f.Muster])
+	e.Uint(e.strs[f.Commit])
+	var flags uint64
+	if f.Passed {
+		flags |= reportPassed
+	}
+	if f.Told {
+		flags |= reportTold
+	}
+	m := f.More
+	more := m != nil && (m.Err != "" || m.Misfiled != "" || len(m.Failed) > 0 || len(m.Notes) > 0)
+	if more {
+		flags |= reportMoreFacts
+	}
+	e.Uint(flags)
+	if more {
+		e.Str(m.Err)
+		e.Str(m.Misfiled)
+		e.lines(m.Failed)
+		e.Strs(m.Notes)
+	}
+}
+
+// reportBefore writes a report in the layout before compactVersion.
+func (e *cacheEncoder) reportBefore(f *reportFact) {
+	e.Uint(f.Gen)
+	e.Uint(f.Seq)
+	e.Int(f.Size)
+	e.Str(f.err())
+	e.Str(f.misfiled())
+	var o outcome.Outcome
+	if f.Passed {
+		o = outcome.Passed
+	}
+	e.Str(string(o))
+	e.lines(f.failed())
+	e.Strs(f.notes())
+	e.Int(f.Start)
+	e.Int(f.End)
+	e.Str(f.Muster)
+	e.Str(f.Commit)
+	e.Flag(f.Told)
 }
 
 func (e *cacheEncoder) stamp(st spool.DirStamp) {
@@ -186,29 +263,36 @@ const (
 	minLedger   = 33 // sum, length
 	minNode     = 5  // id, signer, reports, brief, ledger
 	minStamps   = 8  // two stamps of three, briefed, its seq
-	minReport   = 13 // one byte a field
-	minLine     = 4
+	minReport   = 8  // one byte a field, and none for what few reports have
+	// minReportBefore is a report's fewest bytes before compactVersion.
+	minReportBefore = 13
+	minLine         = 4
 )
 
 // decodeCache decodes a payload appendCache wrote. The facts' strings are
 // slices of s.
 func decodeCache(s string) (*cacheData, error) {
-	d := &cacheDecoder{bincode.Decoder{S: s}}
+	d := &cacheDecoder{Decoder: bincode.Decoder{S: s}}
 	// bad names what was being read when decoding failed.
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("does not decode: "+format+": %v", append(args, d.Err)...)
 	}
 	c := &cacheData{Version: int(d.Int())}
-	if d.Err == nil && c.Version != cacheVersion && c.Version != stampedVersion-1 {
+	if d.Err == nil && (c.Version < stampedVersion-1 || c.Version > cacheVersion) {
 		return nil, fmt.Errorf("in another format than this muster's (format %d)", cacheVersion)
 	}
-	stamped := c.Version >= stampedVersion
+	version := c.Version
+	stamped := version >= stampedVersion
 	minNode := minNode
 	if stamped {
 		minNode += minStamps
 	}
-	// Read in the format of before, it is written in this one.
-	c.Version = cacheVersion
+	minReport := minReport
+	if version < compactVersion {
+		minReport = minReportBefore
+	}
+	// A cache of a format before keeps its version, so that the load
+	// that reads it writes it again in this one (State.openCache).
 	c.Spool = d.Str()
 	c.Mesh = d.Str()
 	if n := d.Count(1); n > 0 {
@@ -294,6 +378,13 @@ func decodeCache(s string) (*cacheData, error) {
 		c.Ledgers[sum] = l
 	}
 
+	if version >= compactVersion {
+		d.strs = d.Strs()
+		if d.Err != nil {
+			return nil, bad("the reports' strings")
+		}
+	}
+
 	n = d.Count(minNode)
 	if d.Err != nil {
 		return nil, bad("the nodes")
@@ -312,7 +403,11 @@ func decodeCache(s string) (*cacheData, error) {
 		if m := d.Count(minReport); m > 0 {
 			nf.Reports = make([]reportFact, m)
 			for j := range nf.Reports {
-				d.report(&nf.Reports[j])
+				if version >= compactVersion {
+					d.report(&nf.Reports[j])
+				} else {
+					d.reportBefore(&nf.Reports[j])
+				}
 			}
 		}
 		if d.Flag() {
@@ -348,7 +443,10 @@ func decodeCache(s string) (*cacheData, error) {
 }
 
 // cacheDecoder reads the payload; see bincode.Decoder.
-type cacheDecoder struct{ bincode.Decoder }
+type cacheDecoder struct {
+	bincode.Decoder
+	strs []string // the reports' strings, from compactVersion on
+}
 
 func (d *cacheDecoder) stamp() spool.DirStamp {
 	return spool.DirStamp{Dev: d.Uint(), Ino: d.Uint(), Ctime: d.Int()}
@@ -399,19 +497,56 @@ func (d *cacheDecoder) report(f *reportFact) {
 	f.Gen = d.Uint()
 	f.Seq = d.Uint()
 	f.Size = d.Int()
-	f.Err = d.Str()
-	f.Misfiled = d.Str()
-	f.Outcome = outcome.Outcome(d.Str())
-	f.Failed = d.lines()
-	if n := d.Count(1); n > 0 {
-		f.Notes = make([]string, n)
-		for i := range f.Notes {
-			f.Notes[i] = d.Str()
-		}
+	f.Start = d.Int()
+	f.End = d.Int()
+	f.Muster = d.str()
+	f.Commit = d.str()
+	flags := d.Uint()
+	if flags&^reportFlags != 0 && d.Err == nil {
+		d.Failf("a report's flags are %#x", flags)
 	}
+	f.Passed = flags&reportPassed != 0
+	f.Told = flags&reportTold != 0
+	f.More = nil
+	if flags&reportMoreFacts != 0 {
+		err, misfiled := d.Str(), d.Str()
+		failed := d.lines()
+		d.more(f, err, misfiled, failed, d.Strs())
+	}
+}
+
+// reportBefore reads a report in the layout before compactVersion.
+func (d *cacheDecoder) reportBefore(f *reportFact) {
+	f.Gen = d.Uint()
+	f.Seq = d.Uint()
+	f.Size = d.Int()
+	err, misfiled := d.Str(), d.Str()
+	f.Passed = outcome.Outcome(d.Str()) == outcome.Passed
+	failed := d.lines()
+	d.more(f, err, misfiled, failed, d.Strs())
 	f.Start = d.Int()
 	f.End = d.Int()
 	f.Muster = d.Str()
 	f.Commit = d.Str()
 	f.Told = d.Flag()
+}
+
+// more sets what only some reports have, leaving f.More nil when all of
+// it is empty.
+func (d *cacheDecoder) more(f *reportFact, err, misfiled string, failed []outcome.Line, notes []string) {
+	if err != "" || misfiled != "" || len(failed) > 0 || len(notes) > 0 {
+		f.More = &reportMore{Err: err, Misfiled: misfiled, Failed: failed, Notes: notes}
+	}
+}
+
+// str reads an index into the reports' strings.
+func (d *cacheDecoder) str() string {
+	x := d.Uint()
+	if x >= uint64(len(d.strs)) {
+		if d.Err == nil {
+			d.Failf("report string %d, but the cache holds %d", x, len(d.strs))
+		}
+		return ""
+	}
+	return d.strs[x]
 }

@@ -54,18 +54,18 @@ func richCache() *cacheData {
 	c.Nodes["ed25519:web1"] = &nodeFacts{
 		Signer: "ed25519:web1-key",
 		Reports: []reportFact{
-			{Gen: 1, Seq: 1, Size: 2311, Outcome: outcome.Passed, Start: t0.Add(time.Hour).UnixNano(), End: t0.Add(time.Hour + 3*time.Second).UnixNano(), Muster: "1.0.0"},
-			{Gen: 2, Seq: 1, Size: 2400, Outcome: outcome.Failing, Failed: failed, Notes: []string{"rebooted", "disk \"almost\" full\n"}, Start: -5, End: 0, Muster: "1.1.0"},
+			{Gen: 1, Seq: 1, Size: 2311, Passed: true, Start: t0.Add(time.Hour).UnixNano(), End: t0.Add(time.Hour + 3*time.Second).UnixNano(), Muster: "1.0.0"},
+			{Gen: 2, Seq: 1, Size: 2400, More: &reportMore{Failed: failed, Notes: []string{"rebooted", "disk \"almost\" full\n"}}, Start: -5, End: 0, Muster: "1.1.0", Commit: "sha256:c2"},
 			{Gen: 2, Seq: 2, Size: -1},
-			{Gen: 3, Seq: 1, Size: 1 << 40, Err: "bundle: signature does not verify"},
-			{Gen: 2, Seq: 3, Size: 999, Misfiled: "signed by web-1 (identity ed25519:web1) for generation 2, but the report names node db-1", Outcome: outcome.Passed},
+			{Gen: 3, Seq: 1, Size: 1 << 40, More: &reportMore{Err: "bundle: signature does not verify"}, Told: true},
+			{Gen: 2, Seq: 3, Size: 999, More: &reportMore{Misfiled: "signed by web-1 (identity ed25519:web1) for generation 2, but the report names node db-1"}, Passed: true, Commit: "sha256:c2"},
 		},
 		Brief:  &briefFact{Seq: 4, Size: 812, Time: t0.UnixNano()},
 		Ledger: &ledgerRef{Gen: 2, Seq: 3, Sum: sumA},
 	}
 	c.Nodes["ed25519:db1"] = &nodeFacts{
 		Signer:  "ed25519:db1-key",
-		Reports: []reportFact{{Gen: 1, Seq: 1, Size: 100, Outcome: outcome.Passed, Notes: []string{"apt: 3 packages held back"}}},
+		Reports: []reportFact{{Gen: 1, Seq: 1, Size: 100, Passed: true, More: &reportMore{Notes: []string{"apt: 3 packages held back"}}, Muster: "1.0.0"}},
 		Brief:   &briefFact{Seq: 1, Size: -1, Failed: []outcome.Line{{ID: "briefing", Status: outcome.Failed, Detail: "does not verify"}}},
 	}
 	c.Nodes["ed25519:laptop"] = &nodeFacts{
@@ -89,7 +89,7 @@ func tinyCache() *cacheData {
 	failed := []outcome.Line{{ID: "i", Status: outcome.Failed, Detail: "d", Digest: "g"}}
 	c.Nodes["b"] = &nodeFacts{
 		Signer:  "k",
-		Reports: []reportFact{{Gen: 1, Seq: 1, Size: 9, Err: "e", Misfiled: "f", Outcome: outcome.Failing, Failed: failed, Notes: []string{"n"}, Start: 1, End: 2, Muster: "v"}},
+		Reports: []reportFact{{Gen: 1, Seq: 1, Size: 9, More: &reportMore{Err: "e", Misfiled: "f", Failed: failed, Notes: []string{"n"}}, Start: 1, End: 2, Muster: "v", Commit: "c", Told: true}},
 		Brief:   &briefFact{Seq: 1, Size: 3, Time: 4, Failed: failed},
 		Ledger:  &ledgerRef{Gen: 1, Seq: 1, Sum: sum},
 	}
@@ -183,7 +183,7 @@ func TestCacheCodecEmptyIsNil(t *testing.T) {
 	c := newCache("s", "m")
 	c.Strings = []string{}
 	c.Manifests[1] = manifestFact{Names: []uint32{}, IDs: []uint32{}, Ineligible: []uint32{}, Unassigned: []uint32{}, Held: []uint32{}, HeldOn: []uint64{}}
-	c.Nodes["n"] = &nodeFacts{Reports: []reportFact{{Failed: []outcome.Line{}, Notes: []string{}}}, Brief: &briefFact{Failed: []outcome.Line{}}}
+	c.Nodes["n"] = &nodeFacts{Reports: []reportFact{{More: &reportMore{Failed: []outcome.Line{}, Notes: []string{}}}}, Brief: &briefFact{Failed: []outcome.Line{}}}
 	c.Ledgers[[32]byte{}] = []byte{}
 	got := roundTrip(t, c)
 	want := newCache("s", "m")
@@ -221,30 +221,57 @@ func TestCacheCodecCoversEveryField(t *testing.T) {
 	}
 }
 
-// TestCacheCodecReadsTheFormatBefore: a cache written before directories
-// were stamped is read with no stamps, not rebuilt: the first run of a
-// new muster reads every node's directory again, not every report.
-func TestCacheCodecReadsTheFormatBefore(t *testing.T) {
-	want := richCache()
-	for _, nf := range want.Nodes {
-		nf.ReportDir = spool.DirStamp{Dev: 1, Ino: 2, Ctime: 3}
-		nf.Briefed, nf.BriefSeq = true, 4
+// TestCacheCodecReadsTheFormatsBefore: a cache written before directories
+// were stamped is read with no stamps, and one written before the compact
+// layout of reports is read as it was, not rebuilt: the first run of a new
+// muster reads every node's directory again at most, not every report.
+func TestCacheCodecReadsTheFormatsBefore(t *testing.T) {
+	for _, version := range []int{stampedVersion - 1, compactVersion - 1} {
+		want := richCache()
+		for _, nf := range want.Nodes {
+			nf.ReportDir = spool.DirStamp{Dev: 1, Ino: 2, Ctime: 3}
+			nf.Briefed, nf.BriefSeq = true, 4
+		}
+		old := *want
+		old.Version = version
+		got, err := decodeCache(string(appendCache(nil, &old)))
+		if err != nil {
+			t.Fatalf("format %d: %v", version, err)
+		}
+		if got.Version != version {
+			t.Errorf("format %d read back as format %d", version, got.Version)
+		}
+		got.Version = cacheVersion
+		if version < stampedVersion {
+			for _, nf := range want.Nodes {
+				nf.ReportDir, nf.Briefed, nf.BriefSeq = spool.DirStamp{}, false, 0
+			}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("format %d read back:\n%s\nwant:\n%s", version, dumpCache(got), dumpCache(want))
+		}
 	}
-	old := *want
-	old.Version = stampedVersion - 1
-	payload := appendCache(nil, &old)
-	if full := appendCache(nil, want); len(payload) >= len(full) {
-		t.Fatalf("the format before is %d bytes, the stamped one %d", len(payload), len(full))
+}
+
+// TestCacheCodecCompact: the reports of a fleet, which name a few versions
+// and commits and mostly passed, take under half the bytes of the format
+// before, and their facts under half the memory.
+func TestCacheCodecCompact(t *testing.T) {
+	c := benchCache(10000, 1000)
+	for _, nf := range c.Nodes {
+		for i := range nf.Reports {
+			f := &nf.Reports[i]
+			f.Commit = fmt.Sprintf("sha256:%064x", f.Gen)
+		}
 	}
-	got, err := decodeCache(string(payload))
-	if err != nil {
-		t.Fatal(err)
+	old := *c
+	old.Version = compactVersion - 1
+	before, now := len(appendCache(nil, &old)), len(appendCache(nil, c))
+	if now*2 > before {
+		t.Errorf("a cache of 10,000 reports is %d bytes, %d in the format before", now, before)
 	}
-	for _, nf := range want.Nodes {
-		nf.ReportDir, nf.Briefed, nf.BriefSeq = spool.DirStamp{}, false, 0
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("read back:\n%s\nwant:\n%s", dumpCache(got), dumpCache(want))
+	if size := reflect.TypeFor[reportFact]().Size(); size > 88 {
+		t.Errorf("a report's facts take %d bytes, want at most 88", size)
 	}
 }
 
@@ -270,14 +297,17 @@ func TestCacheCodecRefusesDamage(t *testing.T) {
 		{"gob", gobCache(t, richCache()), "in another format"},
 		{"huge count", append(head, 0xff, 0xff, 0xff, 0xff, 0x0f), "the string table: a count of 4294967295"},
 		{"overflow", append(head, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f), "overflows"},
-		{"too many nodes", append(head, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0), "the nodes: a count of 2, with 5 bytes left"},
+		{"too many nodes", append(head, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0), "the nodes: a count of 2, with 5 bytes left"},
 		{"string index", append(head, 1, 1, 'x', 0, 1, 9, 0, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0), "manifest of generation 9: string 1, but the cache holds 1"},
 		{"names and ids", append(head, 1, 1, 'x', 0, 1, 9, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0), "manifest of generation 9: 1 node names but 0 node ids"},
 		{"held and generations", append(head, 1, 1, 'x', 0, 1, 9, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0), "manifest of generation 9: 1 held nodes but 0 generations they keep"},
 		{"nanoseconds", append(head, 0, 1, 3, 0, 0, 0x80, 0x94, 0xeb, 0xdc, 0x03, 0, 0, 0), "commit of generation 3: a time of 1000000000 nanoseconds"},
 		{"twice", append(head, 0, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), "commit of generation 3: listed twice"},
-		{"flag", append(head, 0, 0, 0, 0, 1, 1, 'n', 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0), `node "n": a flag that is neither 0 nor 1`},
-		{"ledger", append(append(head, 0, 0, 0, 0, 1, 1, 'n', 0, 0, 0, 1, 1, 1), make([]byte, 32)...), `node "n": its recovery copy is ledger 0000`},
+		{"flag", append(head, 0, 0, 0, 0, 0, 1, 1, 'n', 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0), `node "n": a flag that is neither 0 nor 1`},
+		{"ledger", append(append(head, 0, 0, 0, 0, 0, 1, 1, 'n', 0, 0, 0, 1, 1, 1), make([]byte, 32)...), `node "n": its recovery copy is ledger 0000`},
+		{"report strings", append(head, 0, 0, 0, 0, 9), "the reports' strings: a count of 9"},
+		{"report string", append(append(head, 0, 0, 0, 0, 1, 1, 'v', 1, 1, 'n', 0, 1, 1, 1, 0, 0, 0, 0, 5), make([]byte, 20)...), `node "n": report string 5, but the cache holds 1`},
+		{"report flags", append(append(head, 0, 0, 0, 0, 1, 1, 'v', 1, 1, 'n', 0, 1, 1, 1, 0, 0, 0, 0, 0, 8), make([]byte, 20)...), `node "n": a report's flags are 0x8`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := decodeCache(string(c.payload))
@@ -285,6 +315,40 @@ func TestCacheCodecRefusesDamage(t *testing.T) {
 				t.Errorf("got %v, want an error saying %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestCacheFormatBeforeIsWrittenAgain: a cache an older muster wrote in
+// the format before is used as it is, no report read again, and written
+// back in this muster's format.
+func TestCacheFormatBeforeIsWrittenAgain(t *testing.T) {
+	f, _ := cacheFixture(t)
+	want := jsonOf(t, f.view(f.load(true), 0, Selection{All: true}))
+	path := CachePath(f.cacheDir(), f.m.Spool.String())
+	c, err := readCache(path, f.m.Spool.String(), f.m.Public().Fingerprint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Version = compactVersion - 1
+	if err := writeCache(path, c); err != nil {
+		t.Fatal(err)
+	}
+	f.sp.take()
+	s := f.load(true)
+	if got := jsonOf(t, f.view(s, 0, Selection{All: true})); got != want {
+		t.Errorf("after a cache in the format before:\n%s\nwant:\n%s", got, want)
+	}
+	for _, name := range f.sp.take() {
+		if strings.HasPrefix(name, spool.ReportPrefix) || strings.HasPrefix(name, spool.BriefPrefix) {
+			t.Errorf("read %s again", name)
+		}
+	}
+	if len(s.Warnings) != 0 {
+		t.Errorf("warnings %q", s.Warnings)
+	}
+	c, err = readCache(path, f.m.Spool.String(), f.m.Public().Fingerprint())
+	if err != nil || c.Version != cacheVersion {
+		t.Errorf("the cache is in format %d (%v), want %d", c.Version, err, cacheVersion)
 	}
 }
 
@@ -401,10 +465,10 @@ func benchCache(reports, nodes int) *cacheData {
 		nf := &nodeFacts{Signer: id, Brief: &briefFact{Seq: 1, Size: 912, Time: t0.UnixNano()}, Ledger: &ledgerRef{Gen: uint64(gens), Seq: 1, Sum: sum}}
 		for g := 1; g <= gens; g++ {
 			at := t0.Add(time.Duration(g)*time.Hour + time.Duration(i)*time.Millisecond)
-			f := reportFact{Gen: uint64(g), Seq: 1, Size: 2311, Outcome: outcome.Passed, Start: at.Add(-3 * time.Second).UnixNano(), End: at.UnixNano(), Muster: "1.0.0"}
+			f := reportFact{Gen: uint64(g), Seq: 1, Size: 2311, Passed: true, Start: at.Add(-3 * time.Second).UnixNano(), End: at.UnixNano(), Muster: "1.0.0"}
 			if i%20 == 0 {
-				f.Outcome = outcome.Failing
-				f.Failed = []outcome.Line{{ID: "service:nginx", Status: outcome.Failed, Detail: "nginx.service is not active after start: failed (Result: exit-code)"}}
+				f.Passed = false
+				f.More = &reportMore{Failed: []outcome.Line{{ID: "service:nginx", Status: outcome.Failed, Detail: "nginx.service is not active after start: failed (Result: exit-code)"}}}
 			}
 			nf.Reports = append(nf.Reports, f)
 		}

@@ -152,6 +152,10 @@ func (s *State) openCache(dir string) {
 		switch {
 		case err == nil:
 			s.cache = c
+			if c.Version != cacheVersion {
+				c.Version = cacheVersion // written again in this muster's format
+				s.dirty = true
+			}
 		case errors.Is(err, errNoCache):
 			s.warnf("no report cache at %s yet: reading every report in spool %s", s.path, spoolName)
 		default:
@@ -556,7 +560,7 @@ func (s *State) bound(id *enrol.Identity) uint64 {
 // usable reports whether a report may be counted (or give a recovery
 // copy) for an identity whose bound is b.
 func usable(f *reportFact, b uint64) bool {
-	return f.Err == "" && f.Misfiled == "" && f.Gen <= b
+	return f.err() == "" && f.misfiled() == "" && f.Gen <= b
 }
 
 // keptLedger is the ledger of the newest usable report decoded in this
@@ -793,7 +797,7 @@ func (s *State) readReport(ctx context.Context, id *enrol.Identity, gen, seq uin
 		f.Size = -1
 		return f, nil, nil
 	case errors.Is(err, spool.ErrTooLarge):
-		f.Err = err.Error()
+		f.more().Err = err.Error()
 		return f, nil, nil
 	default:
 		return f, nil, err
@@ -801,22 +805,22 @@ func (s *State) readReport(ctx context.Context, id *enrol.Identity, gen, seq uin
 	f.Size = int64(len(data))
 	v, err := id.Host.Verifier()
 	if err != nil {
-		f.Err = fmt.Sprintf("identity %s of %s: %v", id.NodeID, id.Name, err)
+		f.more().Err = fmt.Sprintf("identity %s of %s: %v", id.NodeID, id.Name, err)
 		return f, nil, nil
 	}
 	c := report.Ctx(id.NodeID, gen, seq)
 	p, err := bundle.Open(data, c, s.mesh.Pair.Age, v)
 	if err != nil {
-		f.Err = err.Error()
+		f.more().Err = err.Error()
 		return f, nil, nil
 	}
 	r, err := report.UnmarshalPayload(p, c)
 	if err != nil {
-		f.Err = err.Error()
+		f.more().Err = err.Error()
 		return f, nil, nil
 	}
 	if r.Version != report.FormatVersion {
-		f.Err = fmt.Sprintf("report %s is in format version %d; this muster reads version %d", name, r.Version, report.FormatVersion)
+		f.more().Err = fmt.Sprintf("report %s is in format version %d; this muster reads version %d", name, r.Version, report.FormatVersion)
 		return f, nil, nil
 	}
 	var claims []string
@@ -830,15 +834,17 @@ func (s *State) readReport(ctx context.Context, id *enrol.Identity, gen, seq uin
 		claims = append(claims, fmt.Sprintf("generation %d", r.Generation))
 	}
 	if len(claims) > 0 {
-		f.Misfiled = fmt.Sprintf("signed by %s (identity %s) for generation %d, but the report names %s", id.Name, id.NodeID, gen, strings.Join(claims, ", "))
+		f.more().Misfiled = fmt.Sprintf("signed by %s (identity %s) for generation %d, but the report names %s", id.Name, id.NodeID, gen, strings.Join(claims, ", "))
 	}
-	f.Outcome = outcome.Of(r.Lines)
-	f.Failed = cloneLines(outcome.FailedLines(r.Lines))
+	f.Passed = outcome.Of(r.Lines) == outcome.Passed
+	if failed := outcome.FailedLines(r.Lines); len(failed) > 0 {
+		f.more().Failed = cloneLines(failed)
+	}
 	for _, n := range r.Notes {
-		f.Notes = append(f.Notes, strings.Clone(n))
+		f.more().Notes = append(f.More.Notes, strings.Clone(n))
 	}
-	f.Start, f.End, f.Muster = unixNano(r.Start), unixNano(r.End), strings.Clone(r.Muster)
-	f.Commit = strings.Clone(r.Commit)
+	f.Start, f.End = unixNano(r.Start), unixNano(r.End)
+	f.Muster, f.Commit = internReportString(r.Muster), internReportString(r.Commit)
 	return f, r.Ledger, nil
 }
 

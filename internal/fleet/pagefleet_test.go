@@ -87,11 +87,11 @@ func newFactFleet(t testing.TB, nodes, gens int) *factFleet {
 			if end.After(made) {
 				continue
 			}
-			f := reportFact{Gen: gen, Seq: 1, Outcome: outcome.Passed, Muster: "1.0.0",
+			f := reportFact{Gen: gen, Seq: 1, Passed: true, Muster: "1.0.0",
 				Start: unixNano(end.Add(-40 * time.Second)), End: unixNano(end)}
 			if n.fails && g == gens {
-				f.Outcome = outcome.Failing
-				f.Failed = []outcome.Line{{ID: "package:muster-demo-tool", Status: outcome.Failed, Detail: failedDetail}}
+				f.Passed = false
+				f.More = &reportMore{Failed: []outcome.Line{{ID: "package:muster-demo-tool", Status: outcome.Failed, Detail: failedDetail}}}
 			}
 			nf := s.cache.Nodes[n.id]
 			nf.Reports = append(nf.Reports, f)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"sort"
 	"time"
-
-	"github.com/muster-tool/muster/internal/outcome"
 )
 
 // Rollout is how one generation rolled out: where the selected nodes
@@ -85,7 +83,7 @@ func (s *State) Rollouts(ctx context.Context, upTo uint64, last int, sel Selecti
 func firstPassed(fs []reportFact, gen, b uint64, commits map[uint64]commitFact) *reportFact {
 	i := sort.Search(len(fs), func(i int) bool { return fs[i].Gen >= gen })
 	for ; i < len(fs) && fs[i].Gen == gen; i++ {
-		if f := &fs[i]; usable(f, b) && !forked(f, commits) && f.Outcome == outcome.Passed {
+		if f := &fs[i]; usable(f, b) && !forked(f, commits) && f.Passed {
 			return f
 		}
 	}

@@ -467,12 +467,12 @@ func (s *State) classify(gen uint64, c commitFact, man *manifestView, n *enrol.N
 		}
 		return ns
 	}
-	ns.Report = &ReportInfo{Object: spool.ReportName(cur.NodeID, r.Gen, r.Seq), Seq: r.Seq, Start: fromUnixNano(r.Start), End: fromUnixNano(r.End), Muster: r.Muster, Notes: r.Notes}
-	if r.Outcome == outcome.Passed {
+	ns.Report = &ReportInfo{Object: spool.ReportName(cur.NodeID, r.Gen, r.Seq), Seq: r.Seq, Start: fromUnixNano(r.Start), End: fromUnixNano(r.End), Muster: r.Muster, Notes: r.notes()}
+	if r.Passed {
 		ns.Status = Applied
 	} else {
 		ns.Status = Failed
-		ns.FailedLines = r.Failed
+		ns.FailedLines = r.failed()
 	}
 	return ns
 }
@@ -534,7 +534,7 @@ func lastApplied(fs []reportFact, b uint64, commits map[uint64]commitFact) uint6
 			continue
 		}
 		decided = f.Gen
-		if f.Outcome == outcome.Passed {
+		if f.Passed {
 			return f.Gen
 		}
 	}
@@ -572,20 +572,20 @@ func (s *State) objects(sel Selection) (refused, flagged []Object) {
 		}
 		for i := range nf.Reports {
 			f := &nf.Reports[i]
-			if f.Err == "" && !id.Revoked() && f.Misfiled == "" && f.Gen <= newest && !forked(f, s.cache.Commits) {
+			if f.err() == "" && !id.Revoked() && f.misfiled() == "" && f.Gen <= newest && !forked(f, s.cache.Commits) {
 				continue // counted, nothing to say
 			}
 			o := Object{Name: spool.ReportName(nodeID, f.Gen, f.Seq), Node: id.Name, NodeID: nodeID, Generation: f.Gen}
 			switch {
-			case f.Err != "":
-				o.Kind, o.Reason = RefusedUnverified, f.Err
+			case f.err() != "":
+				o.Kind, o.Reason = RefusedUnverified, f.err()
 				refused = append(refused, o)
 			case id.Revoked():
 				o.Kind, o.Told = RefusedRevoked, f.Told
 				o.Reason = fmt.Sprintf("identity %s of %s was revoked at %s: %s", nodeID, id.Name, id.RevokedAt.UTC().Format(time.RFC3339), id.RevokeReason)
 				refused = append(refused, o)
-			case f.Misfiled != "":
-				o.Kind, o.Reason = FlaggedMisfiled, f.Misfiled
+			case f.misfiled() != "":
+				o.Kind, o.Reason = FlaggedMisfiled, f.misfiled()
 				flagged = append(flagged, o)
 			case f.Gen <= newest:
 				o.Kind = FlaggedFork
