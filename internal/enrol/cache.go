@@ -201,6 +201,7 @@ func decodeRegistryCache(s string) (*registryCache, error) {
 		return nil, fmt.Errorf("in another format than this muster's (format %d)", registryCacheVersion)
 	}
 	c := &registryCache{Spool: d.Str(), Mesh: d.Str()}
+	labels := labelSets{}
 	n := d.Count(minRecord)
 	c.Records = make(map[string]cachedRecord, n)
 	for range n {
@@ -209,7 +210,7 @@ func decodeRegistryCache(s string) (*registryCache, error) {
 		switch kind := d.Uint(); kind {
 		case kindAdmission:
 			r.Admission = &Admission{Version: int(d.Int()), TokenID: d.Str(), Name: d.Str(), NodeID: d.Str(),
-				Host: keys.Public{Age: d.Str(), Sign: d.Str()}, Labels: strMap(d), AdmittedAt: d.Time(),
+				Host: keys.Public{Age: d.Str(), Sign: d.Str()}, Labels: labels.read(d), AdmittedAt: d.Time(),
 				Replaces: d.Str(), CancelledAt: d.Time(), CancelReason: d.Str()}
 		case kindRefusal:
 			r.Refusal = &Refusal{Version: int(d.Int()), TokenID: d.Str(), HostFP: d.Str(), Reason: d.Str(), RefusedAt: d.Time()}
@@ -246,6 +247,32 @@ func decodeRegistryCache(s string) (*registryCache, error) {
 		return nil, fmt.Errorf("does not decode: %d bytes follow the records", len(d.S))
 	}
 	return c, nil
+}
+
+// labelSets holds each set of labels read, by its bytes in the cache: the
+// nodes of one role have the same labels, and a map made for each of
+// 100,000 admissions is most of the cost of decoding them. Admissions and
+// identities share their labels and never change them
+// (applyLabelChanges makes a new map).
+type labelSets map[string]map[string]string
+
+// read reads a map of labels, the same map as for the same bytes before.
+func (ls labelSets) read(d *bincode.Decoder) map[string]string {
+	start := d.S
+	n := d.Count(2)
+	for range 2 * n {
+		d.Str()
+	}
+	if d.Err != nil || n == 0 {
+		return nil
+	}
+	raw := start[:len(start)-len(d.S)]
+	if m, ok := ls[raw]; ok {
+		return m
+	}
+	m := strMap(&bincode.Decoder{S: raw})
+	ls[raw] = m
+	return m
 }
 
 func strMap(d *bincode.Decoder) map[string]string {

@@ -46,6 +46,29 @@ func TestRegistryCacheCoversEveryField(t *testing.T) {
 	}
 }
 
+// The admissions of one role share one map of labels once decoded; other
+// labels get their own.
+func TestRegistryCacheSharesLabels(t *testing.T) {
+	c := &registryCache{Records: map[string]cachedRecord{}}
+	for i, labels := range []map[string]string{{"role": "web"}, {"role": "web"}, {"role": "db"}, nil} {
+		c.Records[fmt.Sprintf("enrol/admit/%d", i)] = cachedRecord{Size: 1, Admission: &Admission{TokenID: fmt.Sprint(i), Labels: labels}}
+	}
+	got, err := decodeRegistryCache(string(appendRegistryCache(nil, c)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Records, c.Records) {
+		t.Fatalf("round trip differs:\n got %+v\nwant %+v", got.Records, c.Records)
+	}
+	labels := func(i int) map[string]string { return got.Records[fmt.Sprintf("enrol/admit/%d", i)].Admission.Labels }
+	if reflect.ValueOf(labels(0)).UnsafePointer() != reflect.ValueOf(labels(1)).UnsafePointer() {
+		t.Error("two admissions with the same labels decoded into two maps")
+	}
+	if reflect.ValueOf(labels(0)).UnsafePointer() == reflect.ValueOf(labels(2)).UnsafePointer() || labels(3) != nil {
+		t.Error("other labels share a map")
+	}
+}
+
 // getCounter counts the enrolment records a registry load opens.
 type getCounter struct {
 	spool.Spool
