@@ -14,6 +14,7 @@ import (
 	"github.com/muster-tool/muster/internal/brief"
 	"github.com/muster-tool/muster/internal/enrol"
 	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/gcpace"
 	"github.com/muster-tool/muster/internal/outcome"
 )
 
@@ -209,7 +210,7 @@ func runEnrolAdmit(env *Env, args []string) error {
 	}
 	// Admitting opens a join request and seals a decision for every
 	// request, and keeps little of either: garbage at once, as in report.
-	tuneGCForReading()
+	gcpace.ForReading()
 	res, reg, err := enrol.Admit(env.Ctx, m, env.Now())
 	if err != nil {
 		return err

@@ -3,9 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/muster-tool/muster/internal/declaration"
 	"github.com/muster-tool/muster/internal/fault"
 	"github.com/muster-tool/muster/internal/fleet"
+	"github.com/muster-tool/muster/internal/gcpace"
 	"github.com/muster-tool/muster/internal/outcome"
 )
 
@@ -149,7 +148,7 @@ func runReport(env *Env, o reportOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	tuneGCForReading()
+	gcpace.ForReading()
 	m, err := openMesh(env)
 	if err != nil {
 		return err
@@ -243,27 +242,6 @@ func printReport(w io.Writer, f format, o reportOptions, named bool, v *fleet.Vi
 	}
 	return nil
 }
-
-// tuneGCForReading makes the garbage collector run less often while report
-// decodes many small bundles, each of which leaves only a few facts
-// behind: most of the allocation is garbage at once, and collecting it at
-// the default pace costs much of the run (see the README's Performance
-// section). The memory limit bounds the peak all the same, at 1.5 GiB: the
-// state of 1,000,000 reports from 100,000 nodes alone is larger than the
-// 384 MiB it once was, and a limit below the live heap makes the collector
-// run without pause. GOGC and
-// GOMEMLIMIT in the environment still win.
-func tuneGCForReading() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(readingMemoryLimit)
-	}
-}
-
-// readingMemoryLimit is report's soft memory limit (see tuneGCForReading).
-const readingMemoryLimit = 1536 << 20
 
 // generationFlag is --generation: a generation number, with no default to
 // show (0 means the newest).

@@ -6,10 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"testing"
 	"time"
 
+	"github.com/muster-tool/muster/internal/gcpace"
 	"github.com/muster-tool/muster/internal/mesh"
 	"github.com/muster-tool/muster/internal/testutil/simfleet"
 	"github.com/muster-tool/muster/internal/workpool"
@@ -98,14 +98,8 @@ func benchmarkAdmit(b *testing.B, n int) {
 // admitOnce admits the n join requests pending in f's spool, reporting
 // its wall and CPU time.
 func admitOnce(b *testing.B, f *fixture, n int) {
-	// With the collector at the pace enrol admit sets (tuneGCForReading
-	// in internal/cli), unless GOGC or GOMEMLIMIT say otherwise.
-	if os.Getenv("GOGC") == "" {
-		defer debug.SetGCPercent(debug.SetGCPercent(400))
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(1536 << 20))
-	}
+	// With the collector at the pace enrol admit sets.
+	defer gcpace.ForReading()()
 	start, cpu, sys := time.Now(), cpuTime(), sysTime()
 	res, reg, err := Admit(f.ctx, f.m, t0.Add(time.Hour))
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"github.com/muster-tool/muster/internal/brief"
 	"github.com/muster-tool/muster/internal/bundle"
 	"github.com/muster-tool/muster/internal/enrol"
+	"github.com/muster-tool/muster/internal/gcpace"
 	"github.com/muster-tool/muster/internal/generation"
 	"github.com/muster-tool/muster/internal/keys"
 	"github.com/muster-tool/muster/internal/ledger"
@@ -323,9 +323,8 @@ func TestBenchChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("run by the benchmarks only")
 	}
-	// As muster report does (tuneGCForReading in internal/cli).
-	debug.SetGCPercent(400)
-	debug.SetMemoryLimit(1536 << 20)
+	// As muster report does.
+	gcpace.ForReading()
 	start := time.Now()
 	ctx := context.Background()
 	m, err := mesh.Open(ctx, filepath.Join(dir, "mesh"), filepath.Join(dir, "spool"))
