@@ -866,7 +866,9 @@ func cloneLines(ls []outcome.Line) []outcome.Line {
 // loadBriefings reads the newest briefing of every trusted identity that
 // the cache does not have.
 func (s *State) loadBriefings(ctx context.Context, newest map[string]listed) error {
-	active := map[string]bool{}
+	// Every trusted identity in no order: sorting 100,000 by name for
+	// this was a fifth of the loop.
+	active := make(map[string]bool, len(s.reg.Nodes))
 	type job struct {
 		id   *enrol.Identity
 		nf   *nodeFacts
@@ -874,7 +876,11 @@ func (s *State) loadBriefings(ctx context.Context, newest map[string]listed) err
 		size int64
 	}
 	var jobs []job
-	for _, id := range s.reg.Active() {
+	for _, node := range s.reg.Nodes {
+		if decommissioned(node) {
+			continue
+		}
+		id := node.Current
 		active[id.NodeID] = true
 		n, ok := newest[id.NodeID]
 		if !ok {
