@@ -154,14 +154,16 @@ func runReport(env *Env, o reportOptions, args []string) error {
 		return err
 	}
 	// The report cache is read and the spool listed while the registry
-	// loads: at 100,000 nodes each takes a second or two.
+	// loads, and the pending join requests are counted while the load
+	// finishes: at 100,000 nodes each takes a second or so.
 	ld := fleet.Start(env.Ctx, m, fleet.Options{CacheDir: filepath.Join(m.Dir, "cache")})
-	reg, err := readOnlyAdmit(env, m)
+	reg, tell, err := startReadOnlyAdmit(env, m)
 	if err != nil {
 		ld.Abandon()
 		return err
 	}
 	st, err := ld.Finish(reg)
+	tell()
 	if err != nil {
 		return err
 	}
