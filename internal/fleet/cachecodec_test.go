@@ -318,17 +318,24 @@ func TestCacheCodecRefusesDamage(t *testing.T) {
 	}
 }
 
-// TestCacheFormatBeforeIsWrittenAgain: a cache an older muster wrote in
-// the format before is used as it is, no report read again, and written
-// back in this muster's format.
-func TestCacheFormatBeforeIsWrittenAgain(t *testing.T) {
-	f, _ := cacheFixture(t)
-	want := jsonOf(t, f.view(f.load(true), 0, Selection{All: true}))
-	path := CachePath(f.cacheDir(), f.m.Spool.String())
+// cachedFixture is cacheFixture loaded once with a cache: the view it
+// gives, and the cache file's path and facts.
+func cachedFixture(t *testing.T) (f *fixture, view, path string, c *cacheData) {
+	f, _ = cacheFixture(t)
+	view = jsonOf(t, f.view(f.load(true), 0, Selection{All: true}))
+	path = CachePath(f.cacheDir(), f.m.Spool.String())
 	c, err := readCache(path, f.m.Spool.String(), f.m.Public().Fingerprint())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f, view, path, c
+}
+
+// TestCacheFormatBeforeIsWrittenAgain: a cache an older muster wrote in
+// the format before is used as it is, no report read again, and written
+// back in this muster's format.
+func TestCacheFormatBeforeIsWrittenAgain(t *testing.T) {
+	f, want, path, c := cachedFixture(t)
 	c.Version = compactVersion - 1
 	if err := writeCache(path, c); err != nil {
 		t.Fatal(err)
@@ -346,9 +353,12 @@ func TestCacheFormatBeforeIsWrittenAgain(t *testing.T) {
 	if len(s.Warnings) != 0 {
 		t.Errorf("warnings %q", s.Warnings)
 	}
-	c, err = readCache(path, f.m.Spool.String(), f.m.Public().Fingerprint())
-	if err != nil || c.Version != cacheVersion {
-		t.Errorf("the cache is in format %d (%v), want %d", c.Version, err, cacheVersion)
+	c, err := readCache(path, f.m.Spool.String(), f.m.Public().Fingerprint())
+	switch {
+	case err != nil:
+		t.Errorf("the cache written again does not read: %v", err)
+	case c.Version != cacheVersion:
+		t.Errorf("the cache is in format %d, want %d", c.Version, cacheVersion)
 	}
 }
 
@@ -366,13 +376,7 @@ func gobCache(t testing.TB, c *cacheData) []byte {
 // TestCacheOlderFormat: a cache an older muster wrote with gob, checksum
 // and all, is rebuilt with a warning.
 func TestCacheOlderFormat(t *testing.T) {
-	f, _ := cacheFixture(t)
-	want := jsonOf(t, f.view(f.load(true), 0, Selection{All: true}))
-	path := CachePath(f.cacheDir(), f.m.Spool.String())
-	c, err := readCache(path, f.m.Spool.String(), f.m.Public().Fingerprint())
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, want, path, c := cachedFixture(t)
 	payload := gobCache(t, c)
 	sum := sha256.Sum256(payload)
 	if err := os.WriteFile(path, append(append([]byte(cacheMagic), sum[:]...), payload...), 0o600); err != nil {
