@@ -30,6 +30,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -52,12 +53,13 @@ var enc = base32.StdEncoding.WithPadding(base32.NoPadding)
 // mistyped character), an unknown version.
 var ErrMalformed = errors.New("malformed token")
 
-var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$`)
+// nameRE is compiled on first use, not by every muster process at start-up.
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$`) })
 
 // CheckName validates a node name: 1 to 63 characters of lowercase letters,
 // digits, dots and hyphens, starting and ending with a letter or digit.
 func CheckName(name string) error {
-	if len(name) == 0 || len(name) > MaxName || !nameRE.MatchString(name) {
+	if len(name) == 0 || len(name) > MaxName || !nameRE().MatchString(name) {
 		return fmt.Errorf("invalid node name %q: use 1 to %d lowercase letters, digits, dots and hyphens, starting and ending with a letter or digit", name, MaxName)
 	}
 	return nil
