@@ -153,6 +153,12 @@ type reportMore struct {
 	Notes    []string
 }
 
+// empty reports whether m holds nothing, as a nil m does: a fact keeps
+// no reportMore then, and the cache writes none.
+func (m *reportMore) empty() bool {
+	return m == nil || m.Err == "" && m.Misfiled == "" && len(m.Failed) == 0 && len(m.Notes) == 0
+}
+
 func (f *reportFact) err() string {
 	if f.More == nil {
 		return ""

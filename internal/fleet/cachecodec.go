@@ -215,12 +215,11 @@ func (e *cacheEncoder) report(f *reportFact) {
 		flags |= reportTold
 	}
 	m := f.More
-	more := m != nil && (m.Err != "" || m.Misfiled != "" || len(m.Failed) > 0 || len(m.Notes) > 0)
-	if more {
+	if !m.empty() {
 		flags |= reportMoreFacts
 	}
 	e.Uint(flags)
-	if more {
+	if !m.empty() {
 		e.Str(m.Err)
 		e.Str(m.Misfiled)
 		e.lines(m.Failed)
@@ -281,14 +280,14 @@ func decodeCache(s string) (*cacheData, error) {
 	if d.Err == nil && (c.Version < stampedVersion-1 || c.Version > cacheVersion) {
 		return nil, fmt.Errorf("in another format than this muster's (format %d)", cacheVersion)
 	}
-	version := c.Version
-	stamped := version >= stampedVersion
+	d.version = c.Version
+	stamped := d.version >= stampedVersion
 	minNode := minNode
 	if stamped {
 		minNode += minStamps
 	}
 	minReport := minReport
-	if version < compactVersion {
+	if d.version < compactVersion {
 		minReport = minReportBefore
 	}
 	// A cache of a format before keeps its version, so that the load
@@ -378,7 +377,7 @@ func decodeCache(s string) (*cacheData, error) {
 		c.Ledgers[sum] = l
 	}
 
-	if version >= compactVersion {
+	if d.version >= compactVersion {
 		d.strs = d.Strs()
 		if d.Err != nil {
 			return nil, bad("the reports' strings")
@@ -403,7 +402,7 @@ func decodeCache(s string) (*cacheData, error) {
 		if m := d.Count(minReport); m > 0 {
 			nf.Reports = make([]reportFact, m)
 			for j := range nf.Reports {
-				if version >= compactVersion {
+				if d.version >= compactVersion {
 					d.report(&nf.Reports[j])
 				} else {
 					d.reportBefore(&nf.Reports[j])
@@ -445,7 +444,8 @@ func decodeCache(s string) (*cacheData, error) {
 // cacheDecoder reads the payload; see bincode.Decoder.
 type cacheDecoder struct {
 	bincode.Decoder
-	strs []string // the reports' strings, from compactVersion on
+	version int      // the payload's format
+	strs    []string // the reports' strings, from compactVersion on
 }
 
 func (d *cacheDecoder) stamp() spool.DirStamp {
@@ -509,9 +509,7 @@ func (d *cacheDecoder) report(f *reportFact) {
 	f.Told = flags&reportTold != 0
 	f.More = nil
 	if flags&reportMoreFacts != 0 {
-		err, misfiled := d.Str(), d.Str()
-		failed := d.lines()
-		d.more(f, err, misfiled, failed, d.Strs())
+		d.more(f)
 	}
 }
 
@@ -520,10 +518,7 @@ func (d *cacheDecoder) reportBefore(f *reportFact) {
 	f.Gen = d.Uint()
 	f.Seq = d.Uint()
 	f.Size = d.Int()
-	err, misfiled := d.Str(), d.Str()
-	f.Passed = outcome.Outcome(d.Str()) == outcome.Passed
-	failed := d.lines()
-	d.more(f, err, misfiled, failed, d.Strs())
+	d.more(f)
 	f.Start = d.Int()
 	f.End = d.Int()
 	f.Muster = d.Str()
@@ -531,11 +526,19 @@ func (d *cacheDecoder) reportBefore(f *reportFact) {
 	f.Told = d.Flag()
 }
 
-// more sets what only some reports have, leaving f.More nil when all of
-// it is empty.
-func (d *cacheDecoder) more(f *reportFact, err, misfiled string, failed []outcome.Line, notes []string) {
-	if err != "" || misfiled != "" || len(failed) > 0 || len(notes) > 0 {
-		f.More = &reportMore{Err: err, Misfiled: misfiled, Failed: failed, Notes: notes}
+// more reads what only some reports have, leaving f.More nil when all of
+// it is empty. Before compactVersion the outcome comes between the
+// misfiling and the failed lines, and is read into f.Passed.
+func (d *cacheDecoder) more(f *reportFact) {
+	var m reportMore
+	m.Err, m.Misfiled = d.Str(), d.Str()
+	if d.version < compactVersion {
+		f.Passed = outcome.Outcome(d.Str()) == outcome.Passed
+	}
+	m.Failed, m.Notes = d.lines(), d.Strs()
+	if !m.empty() {
+		kept := m
+		f.More = &kept
 	}
 }
 
