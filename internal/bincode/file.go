@@ -5,11 +5,13 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/muster-tool/muster/internal/atomicfile"
+	"github.com/muster-tool/muster/internal/hugepage"
 )
 
 // A cache file is its magic line, which says what it is, the SHA-256 of
@@ -23,7 +25,7 @@ var ErrNoFile = errors.New("no cache file")
 // ReadFile returns the payload of the cache file at path, which must start
 // with magic (a line ending in "\n"). A missing file is ErrNoFile.
 func ReadFile(path, magic string) ([]byte, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, ErrNoFile
 	}
@@ -70,4 +72,36 @@ func CheckOwner(spool, mesh, wantSpool, wantMesh string) error {
 		return fmt.Errorf("belongs to mesh %s, not %s", mesh, wantMesh)
 	}
 	return nil
+}
+
+// readFile reads the file at path whole, into a buffer that huge pages
+// back when it is large: a report cache of a hundred thousand nodes is
+// 50 MB, which in 4 KiB pages took more time to fault in than to read
+// and check.
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	// One byte more than the size, so that a file grown since is seen
+	// whole (and fails its checksum) rather than cut at the old size.
+	b := hugepage.Slice[byte](int(st.Size()) + 1)
+	n, err := io.ReadFull(f, b)
+	switch {
+	case err == nil:
+		// Grown: read the rest in the usual way.
+		rest, err := io.ReadAll(f)
+		if err != nil {
+			return nil, err
+		}
+		return append(b, rest...), nil
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return b[:n], nil
+	}
+	return nil, err
 }

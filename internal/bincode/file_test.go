@@ -50,3 +50,39 @@ func TestFileRoundTripAndDamage(t *testing.T) {
 		}
 	}
 }
+
+// A large payload (read into memory huge pages back) comes back whole.
+func TestFileLarge(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "large.cache")
+	payload := make([]byte, 9<<20+7)
+	for i := range payload {
+		payload[i] = byte(i * 7 / 5)
+	}
+	if err := WriteFile(path, testMagic, func(b []byte) []byte { return append(b, payload...) }); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadFile(path, testMagic)
+	if err != nil || string(got) != string(payload) {
+		t.Fatalf("read back %d bytes (%v), want the %d written", len(got), err, len(payload))
+	}
+}
+
+// A file longer than its size said when it was opened is read whole:
+// a file of the kernel's says 0.
+func TestReadFileBeyondItsSize(t *testing.T) {
+	const path = "/proc/self/cmdline"
+	if fi, err := os.Stat(path); err != nil || fi.Size() != 0 {
+		t.Skipf("%s: %v, size not 0", path, err)
+	}
+	got, err := readFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) || len(want) < 2 {
+		t.Errorf("read %q, want %q", got, want)
+	}
+}
