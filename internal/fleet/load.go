@@ -202,9 +202,7 @@ type listing struct {
 // caller hands it the cache's facts with setNodes, and wait returns what
 // was listed.
 func startListing(ctx context.Context, sp spool.Spool) *listing {
-	l := &listing{
-		ready: make(chan struct{}), briefs: map[string]listed{},
-	}
+	l := &listing{ready: make(chan struct{})}
 	// cached returns the facts of the node id whose directory below
 	// prefix is dir, if its stamp is the one recorded with them.
 	cached := func(prefix, dir string, st spool.DirStamp, stamp func(*nodeFacts) spool.DirStamp) *nodeFacts {
@@ -300,6 +298,7 @@ func (l *listing) setNodes(nodes map[string]*nodeFacts) {
 	// As many directories as the cache knows nodes, most of the time.
 	l.reportDirs = make(map[string]spool.DirStamp, len(nodes))
 	l.briefDirs = make(map[string]spool.DirStamp, len(nodes))
+	l.briefs = make(map[string]listed, len(nodes))
 	close(l.ready)
 }
 
