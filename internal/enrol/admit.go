@@ -221,6 +221,7 @@ func admit(ctx context.Context, m *mesh.Mesh, now time.Time, write bool) (*Admit
 		return writeDecisions(ctx, m, ds, now)
 	}
 	res := &AdmitResult{}
+	var mem registryMem // where the identities admitted are made
 	for rounds := 0; len(pend) > 0; rounds++ {
 		// Each round admits a nanosecond after the one before: a
 		// re-enrolment decided on an admission of an earlier round must
@@ -262,7 +263,7 @@ func admit(ctx context.Context, m *mesh.Mesh, now time.Time, write bool) (*Admit
 		var spent []*decision
 		for _, d := range round {
 			if d.other == nil {
-				d.apply(reg, res)
+				d.apply(reg, res, &mem, len(round))
 				continue
 			}
 			reg.Admitted[d.p.tokenID] = d.other
@@ -274,7 +275,7 @@ func admit(ctx context.Context, m *mesh.Mesh, now time.Time, write bool) (*Admit
 			return nil, nil, err
 		}
 		for _, d := range spent {
-			d.apply(reg, res)
+			d.apply(reg, res, &mem, len(spent))
 		}
 		pend = later
 	}
@@ -575,14 +576,15 @@ func (d *decision) put(ctx context.Context, m *mesh.Mesh) error {
 	return err
 }
 
-// apply enters a written decision in the registry and the result. A
-// refusal this admit wrote is entered as it is, so that refresh need not
-// read it back.
-func (d *decision) apply(reg *Registry, res *AdmitResult) {
+// apply enters a written decision in the registry and the result, the
+// identity admitted made in mem (left says how many more may be, as for
+// Registry.add). A refusal this admit wrote is entered as it is, so that
+// refresh need not read it back.
+func (d *decision) apply(reg *Registry, res *AdmitResult, mem *registryMem, left int) {
 	p := d.p
 	if d.adm != nil {
 		reg.Admitted[p.tokenID] = d.adm
-		reg.add(d.adm)
+		reg.add(d.adm, mem, left)
 		res.Admitted = append(res.Admitted, Admitted{Name: d.adm.Name, NodeID: d.adm.NodeID, Replaces: d.adm.Replaces})
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/muster-tool/muster/internal/bincode"
+	"github.com/muster-tool/muster/internal/hugepage"
 	"github.com/muster-tool/muster/internal/keys"
 	"github.com/muster-tool/muster/spool"
 )
@@ -204,12 +205,15 @@ func decodeRegistryCache(s string) (*registryCache, error) {
 	labels := labelSets{}
 	n := d.Count(minRecord)
 	c.Records = make(map[string]cachedRecord, n)
-	for range n {
+	// The admissions in a few large arrays, not 100,000 allocations.
+	var adms hugepage.Slab[Admission]
+	for i := range n {
 		name := d.Str()
 		r := cachedRecord{Size: d.Int()}
 		switch kind := d.Uint(); kind {
 		case kindAdmission:
-			r.Admission = &Admission{Version: int(d.Int()), TokenID: d.Str(), Name: d.Str(), NodeID: d.Str(),
+			r.Admission = adms.One(n - i)
+			*r.Admission = Admission{Version: int(d.Int()), TokenID: d.Str(), Name: d.Str(), NodeID: d.Str(),
 				Host: keys.Public{Age: d.Str(), Sign: d.Str()}, Labels: labels.read(d), AdmittedAt: d.Time(),
 				Replaces: d.Str(), CancelledAt: d.Time(), CancelReason: d.Str()}
 		case kindRefusal:

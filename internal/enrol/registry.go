@@ -18,6 +18,7 @@ import (
 	"github.com/muster-tool/muster/internal/brief"
 	"github.com/muster-tool/muster/internal/bundle"
 	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/hugepage"
 	"github.com/muster-tool/muster/internal/keys"
 	"github.com/muster-tool/muster/internal/mesh"
 	"github.com/muster-tool/muster/internal/outcome"
@@ -349,9 +350,12 @@ func (r *Registry) build() {
 		}
 		return adm[i].TokenID < adm[j].TokenID
 	})
-	for _, a := range adm {
+	// The identities and nodes in a few large arrays: 100,000 of each,
+	// made one by one, were fresh memory faulted in 4 KiB at a time.
+	var mem registryMem
+	for i, a := range adm {
 		if r.admissible(a) {
-			r.add(a)
+			r.add(a, &mem, len(adm)-i)
 		}
 	}
 	for nodeID, cs := range r.labelChanges {
@@ -443,15 +447,26 @@ func (r *Registry) admissible(a *Admission) bool {
 
 // add makes a's identity the current one of its node; the identity it
 // replaces is revoked at that moment, unless it was revoked before.
-func (r *Registry) add(a *Admission) *Identity {
-	id := &Identity{NodeID: a.NodeID, Name: a.Name, Host: a.Host, Labels: a.Labels, AdmittedAt: a.AdmittedAt, TokenID: a.TokenID}
+// registryMem is where build makes identities and nodes.
+type registryMem struct {
+	ids   hugepage.Slab[Identity]
+	nodes hugepage.Slab[Node]
+}
+
+// add makes a's identity the current one of its node, in mem. left is
+// how many admissions may still be added (a among them), which sizes
+// mem's next arrays; more may be, in arrays of their own.
+func (r *Registry) add(a *Admission, mem *registryMem, left int) *Identity {
+	id := mem.ids.One(left)
+	*id = Identity{NodeID: a.NodeID, Name: a.Name, Host: a.Host, Labels: a.Labels, AdmittedAt: a.AdmittedAt, TokenID: a.TokenID}
 	if rv := r.revocations[a.NodeID]; rv != nil {
 		id.RevokedAt, id.RevokeReason = rv.RevokedAt, rv.Reason
 	}
 	r.Identities[a.NodeID] = id
 	n := r.Nodes[a.Name]
 	if n == nil {
-		n = &Node{Name: a.Name}
+		n = mem.nodes.One(left)
+		n.Name = a.Name
 		r.Nodes[a.Name] = n
 	}
 	if c := n.Current; c != nil {

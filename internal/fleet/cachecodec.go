@@ -3,7 +3,6 @@ package fleet
 import (
 	"fmt"
 	"slices"
-	"unsafe"
 
 	"github.com/muster-tool/muster/internal/bincode"
 	"github.com/muster-tool/muster/internal/hugepage"
@@ -395,14 +394,17 @@ func decodeCache(s string) (*cacheData, error) {
 	nodes := hugepage.Slice[nodeFacts](n)
 	briefs := make([]briefFact, 0, n)
 	refs := make([]ledgerRef, 0, n)
-	var facts factSlab
+	// The nodes' reports in a few large arrays: a million facts in
+	// 4 KiB pages, faulted in one by one, cost report more than decoding
+	// them.
+	var facts hugepage.Slab[reportFact]
 	var known *[32]byte // the sum last found in c.Ledgers
 	for i := range nodes {
 		id := d.Str()
 		nf := &nodes[i]
 		nf.Signer = d.Str()
 		if m := d.Count(minReport); m > 0 {
-			nf.Reports = facts.take(m, len(d.S)/minReport)
+			nf.Reports = facts.Take(m, len(d.S)/minReport)
 			for j := range nf.Reports {
 				if d.version >= compactVersion {
 					d.report(&nf.Reports[j])
@@ -441,27 +443,6 @@ func decodeCache(s string) (*cacheData, error) {
 		return nil, fmt.Errorf("does not decode: %d bytes follow the facts", len(d.S))
 	}
 	return c, nil
-}
-
-// factSlab hands out the nodes' reports from arrays of up to 8 MiB,
-// which huge pages back: a million facts in 4 KiB pages, faulted in one
-// by one, cost report more than decoding them. Each node's share is full
-// (its capacity is its length), so a node that gains a report moves to
-// an array of its own, as it would have anyway.
-type factSlab struct{ free []reportFact }
-
-// slabFacts is how many facts an array holds at most: 8 MiB of them.
-const slabFacts = 8 << 20 / int(unsafe.Sizeof(reportFact{}))
-
-// take returns n facts, when at most left facts remain to be read (n
-// among them): a small cache is given a small array.
-func (s *factSlab) take(n, left int) []reportFact {
-	if n > len(s.free) {
-		s.free = hugepage.Slice[reportFact](max(n, min(left, slabFacts)))
-	}
-	fs := s.free[:n:n]
-	s.free = s.free[n:]
-	return fs
 }
 
 // cacheDecoder reads the payload; see bincode.Decoder.

@@ -155,19 +155,6 @@ func TestCacheCodecNodesGrowApart(t *testing.T) {
 	}
 }
 
-// A small cache's reports take a small array, not one made for a
-// fleet's.
-func TestFactSlabSmall(t *testing.T) {
-	var s factSlab
-	fs := s.take(3, 10)
-	if len(fs) != 3 || cap(fs) != 3 || cap(s.free) != 7 {
-		t.Errorf("took %d (capacity %d) of at most 10, %d left; want 3, 3, 7", len(fs), cap(fs), cap(s.free))
-	}
-	if fs = s.take(20, 500000); len(fs) != 20 || cap(s.free) != slabFacts-20 {
-		t.Errorf("took %d with %d left; want 20 and a new array of %d", len(fs), cap(s.free), slabFacts)
-	}
-}
-
 // An empty cache decodes with its maps made, ready to be filled.
 func TestCacheCodecEmpty(t *testing.T) {
 	got := roundTrip(t, newCache("", ""))

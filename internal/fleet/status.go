@@ -18,6 +18,7 @@ import (
 	"github.com/muster-tool/muster/internal/enrol"
 	"github.com/muster-tool/muster/internal/fault"
 	"github.com/muster-tool/muster/internal/generation"
+	"github.com/muster-tool/muster/internal/hugepage"
 	"github.com/muster-tool/muster/internal/outcome"
 	"github.com/muster-tool/muster/spool"
 )
@@ -246,8 +247,9 @@ func (s *State) Generation(ctx context.Context, gen uint64, sel Selection) (*Vie
 func (s *State) classifyAll(gen uint64, c commitFact, man *manifestView, names []string, want func(*enrol.Node) bool) []NodeStatus {
 	// Room for every node at once, each part writing from where its
 	// names start: a NodeStatus is large, and growing the slice 100,000
-	// times over copies each many times.
-	out := make([]NodeStatus, len(names))
+	// times over copies each many times. At that size it is 13 MB,
+	// which huge pages back (see hugepage).
+	out := hugepage.Slice[NodeStatus](len(names))
 	parts := min(runtime.GOMAXPROCS(0), len(names))
 	kept := make([]int, parts)
 	var wg sync.WaitGroup

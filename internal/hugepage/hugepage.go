@@ -23,3 +23,32 @@ func Slice[T any](n int) []T {
 	}
 	return s
 }
+
+// SlabBytes bounds the arrays a Slab makes.
+const SlabBytes = 8 << 20
+
+// A Slab hands out parts of arrays of up to SlabBytes, made with Slice:
+// for a decoder that makes a great many small slices or values of one
+// type, which would otherwise each be fresh memory of their own. A part
+// is full (its capacity is its length), so that appending to it moves it
+// to an array of its own rather than onto the next part. An array lives
+// as long as any part of it. The zero Slab is ready to use.
+type Slab[T any] struct{ free []T }
+
+// Take returns n zero values. left is how many may still be taken (n
+// among them), which sizes the next array: a small decoding is given a
+// small array. It is a bound for the size, not for Take: more may be
+// taken, in arrays of their own.
+func (s *Slab[T]) Take(n, left int) []T {
+	if n > len(s.free) {
+		var zero T
+		most := SlabBytes / max(1, int(unsafe.Sizeof(zero)))
+		s.free = Slice[T](max(n, min(left, most)))
+	}
+	part := s.free[:n:n]
+	s.free = s.free[n:]
+	return part
+}
+
+// One returns a pointer to one zero value, as Take(1, left) would.
+func (s *Slab[T]) One(left int) *T { return &s.Take(1, left)[0] }

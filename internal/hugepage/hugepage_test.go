@@ -23,3 +23,23 @@ func TestSliceIsZeroedAndWritable(t *testing.T) {
 		}
 	}
 }
+
+func TestSlab(t *testing.T) {
+	var s Slab[[4]uint64] // 32 bytes
+	a := s.Take(3, 10)
+	if len(a) != 3 || cap(a) != 3 || cap(s.free) != 7 {
+		t.Errorf("took %d (capacity %d) of at most 10, %d left; want 3, 3, 7", len(a), cap(a), cap(s.free))
+	}
+	b := s.Take(2, 7)
+	a = append(a, [4]uint64{9})
+	if b[0] != ([4]uint64{}) {
+		t.Errorf("appending to one part changed the next: %v", b[0])
+	}
+	most := SlabBytes / 32
+	if c := s.Take(20, 1<<30); len(c) != 20 || cap(s.free) != most-20 {
+		t.Errorf("took %d with %d left; want 20 and a new array of %d", len(c), cap(s.free), most)
+	}
+	if c := s.Take(most+1, most+1); len(c) != most+1 {
+		t.Errorf("took %d, want %d: a part larger than an array", len(c), most+1)
+	}
+}
