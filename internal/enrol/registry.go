@@ -445,17 +445,18 @@ func (r *Registry) admissible(a *Admission) bool {
 	return !n.Current.trustedAt(a.AdmittedAt) || a.Replaces == n.Current.NodeID
 }
 
-// add makes a's identity the current one of its node; the identity it
-// replaces is revoked at that moment, unless it was revoked before.
-// registryMem is where build makes identities and nodes.
+// registryMem is where the identities and nodes of a registry are made:
+// a few large arrays rather than one allocation each (see hugepage.Slab).
 type registryMem struct {
 	ids   hugepage.Slab[Identity]
 	nodes hugepage.Slab[Node]
 }
 
-// add makes a's identity the current one of its node, in mem. left is
-// how many admissions may still be added (a among them), which sizes
-// mem's next arrays; more may be, in arrays of their own.
+// add makes a's identity the current one of its node; the identity it
+// replaces is revoked at that moment, unless it was revoked before. The
+// identity, and the node if it is new, are made in mem; left is how many
+// admissions may still be added (a among them), which sizes mem's next
+// arrays.
 func (r *Registry) add(a *Admission, mem *registryMem, left int) *Identity {
 	id := mem.ids.One(left)
 	*id = Identity{NodeID: a.NodeID, Name: a.Name, Host: a.Host, Labels: a.Labels, AdmittedAt: a.AdmittedAt, TokenID: a.TokenID}

@@ -1,10 +1,10 @@
 // Package hugepage asks the kernel to back large, freshly made arrays
 // with huge pages. Where memory is given to a process one 4 KiB page at
 // a time, on its first touch, an array of tens of megabytes costs
-// thousands of page faults; in a virtual machine each can take tens of
-// microseconds, more than filling the array. The arrays are ordinary Go
-// memory, collected as any other: the advice only changes how the kernel
-// backs their pages, never what they hold.
+// thousands of page faults; in a virtual machine each can take more
+// than ten microseconds, longer than filling the page. The arrays are
+// ordinary Go memory, collected as any other: the advice only changes
+// how the kernel backs their pages, never what they hold.
 package hugepage
 
 import "unsafe"
