@@ -611,8 +611,15 @@ func sameSize(cached, listed int64) bool { return listed < 0 || cached < 0 || ca
 func (s *State) loadReports(ctx context.Context, all []listed, unread []string) (map[string]*keptLedger, error) {
 	s.Stats.Reports = len(all)
 	// The listing is in name order, so each node's reports come together,
-	// oldest first.
-	byNode := make(map[string][]listed, len(s.cache.Nodes))
+	// oldest first. byNode is sized for the nodes listed, none when
+	// nothing is new, rather than for every node the cache knows.
+	groups := 0
+	for i := range all {
+		if i == 0 || all[i].nodeID != all[i-1].nodeID {
+			groups++
+		}
+	}
+	byNode := make(map[string][]listed, groups)
 	unchanged := make(map[string]bool, len(unread))
 	for _, nodeID := range unread {
 		nf := s.cache.Nodes[nodeID]
