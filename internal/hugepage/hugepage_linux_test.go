@@ -59,6 +59,9 @@ func TestLargeSliceIsAdvisedHuge(t *testing.T) {
 	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil {
 		t.Skip("this kernel has no transparent huge pages")
 	}
+	if status, err := os.ReadFile("/proc/self/status"); err == nil && strings.Contains(string(status), "\nTHP_enabled:\t0") {
+		t.Skip("transparent huge pages are disabled for this process (prctl PR_SET_THP_DISABLE)")
+	}
 	s := Slice[byte](4 * Size)
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
 	inner := (start + Size - 1) &^ (Size - 1) // the first whole huge page
