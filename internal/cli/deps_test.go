@@ -73,7 +73,7 @@ var hostSidePackages = []string{
 var sharedPackages = []string{
 	"spool", "internal/bundle", "internal/generation", "internal/repo",
 	"internal/keys", "internal/outcome",
-	"internal/fault", "internal/atomicfile", "internal/bincode",
+	"internal/fault", "internal/atomicfile", "internal/bincode", "internal/hugepage",
 	"internal/tomlfile", "internal/workpool", "internal/s3client",
 }
 
