@@ -46,6 +46,7 @@ func (p *syncPlan) matchDirs(ctx context.Context, src, dst *Dir, opts SyncOption
 		return dst.fail("list", "/", err)
 	}
 	defer unix.Close(dfd)
+	m.srcWhole, m.dstWhole = readsWhole(sfd), readsWhole(dfd)
 	return m.walker().pair(ctx, "", sfd, dfd, p)
 }
 
@@ -54,7 +55,21 @@ type dirMatch struct {
 	src, dst *Dir
 	opts     SyncOptions
 	sem      chan struct{} // a token for each goroutine beyond the first
+	// srcWhole and dstWhole say that each side's filesystem reads a
+	// regular file whole (see readsWhole).
+	srcWhole, dstWhole bool
 }
+
+// readsWhole reports whether the filesystem holding the open directory fd
+// is one whose read of a regular file returns all that was asked for
+// unless the file ends first (or the process is being killed): the local
+// filesystems of Linux's own that stampsKept names, whose reads go
+// through the page cache. Such a read that returns less than was asked
+// has met the end, so readSmall need not read again to be told so: for
+// a sync of a spool of 100,000 nodes that is 600,000 system calls. FUSE
+// (a FAT or exFAT stick), network and other filesystems may return less
+// and are read to the end.
+func readsWhole(fd int) bool { return stampsKept(fd) }
 
 // dirWalker is one goroutine's part of a dirMatch, with its buffers.
 type dirWalker struct {
@@ -327,17 +342,18 @@ func (w *dirWalker) sameContent(sfd, dfd int, name string) bool {
 	if w.srcB == nil {
 		w.srcB, w.dstB = make([]byte, sameContentMax+1), make([]byte, sameContentMax+1)
 	}
-	a, ok := readSmall(sfd, name, w.srcB)
+	a, ok := readSmall(sfd, name, w.srcB, w.m.srcWhole)
 	if !ok {
 		return false
 	}
-	b, ok := readSmall(dfd, name, w.dstB)
+	b, ok := readSmall(dfd, name, w.dstB, w.m.dstWhole)
 	return ok && bytes.Equal(a, b)
 }
 
 // readSmall reads the file name of directory fd whole into buf, unless it
-// does not fit: ok is false then, and for any error.
-func readSmall(fd int, name string, buf []byte) (data []byte, ok bool) {
+// does not fit: ok is false then, and for any error. whole says that a
+// read returning less than asked has met the end (see readsWhole).
+func readSmall(fd int, name string, buf []byte, whole bool) (data []byte, ok bool) {
 	// O_NOFOLLOW, O_NONBLOCK: as openObject.
 	f, err := openat(fd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {
@@ -353,6 +369,8 @@ func readSmall(fd int, name string, buf []byte) (data []byte, ok bool) {
 			return nil, false
 		case m == 0:
 			return buf[:n], true
+		case whole && m < len(buf)-n:
+			return buf[:n+m], true
 		}
 		n += m
 	}
