@@ -215,11 +215,12 @@ func (e *cacheEncoder) report(f *reportFact) {
 		flags |= reportTold
 	}
 	m := f.More
-	if !m.empty() {
+	more := !m.empty()
+	if more {
 		flags |= reportMoreFacts
 	}
 	e.Uint(flags)
-	if !m.empty() {
+	if more {
 		e.Str(m.Err)
 		e.Str(m.Misfiled)
 		e.lines(m.Failed)
@@ -541,7 +542,7 @@ func (d *cacheDecoder) more(f *reportFact) {
 	}
 	m.Failed, m.Notes = d.lines(), d.Strs()
 	if !m.empty() {
-		kept := m
+		kept := m // m itself stays on the stack: most reports keep none
 		f.More = &kept
 	}
 }
