@@ -71,8 +71,7 @@ func BenchmarkReportPage(b *testing.B) {
 			i++
 			url := fmt.Sprintf("%s?%d", chromium.FileURL(path), i)
 			urls = append(urls, url)
-			br.Do(chromedp.Navigate(url))
-			chromium.Eval[float64](br, `new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(performance.now()))))`)
+			br.Open(url)
 			cpu += mainThreadTime(b, br)
 		}
 		b.ReportMetric(float64(len(page)), "page-bytes")

@@ -75,7 +75,7 @@ func TestPageInChromium(t *testing.T) {
 	path := writePage(t, page)
 	url := chromium.FileURL(path)
 	b := chromium.Start(t, 1280, 1000)
-	b.Do(chromedp.Navigate(url))
+	b.Open(url)
 
 	if got := chromium.Eval[string](b, `document.getElementById("counts").innerText.replace(/\s+/g, " ").trim()`); got != "13 nodes 8 applied 2 failed 1 outstanding 1 ineligible 1 unassigned" {
 		t.Errorf("counts %q", got)
@@ -223,7 +223,7 @@ func TestPage10000NodesInChromium(t *testing.T) {
 	path := writePage(t, page)
 	url := chromium.FileURL(path)
 	b := chromium.Start(t, 1280, 1000)
-	b.Do(chromedp.Navigate(url))
+	b.Open(url)
 
 	const shownRows = `[...document.querySelectorAll("#node-table tbody tr")].filter(r => r.checkVisibility()).map(r => r.cells[0].textContent)`
 	const shownChunks = `[...document.querySelectorAll("#node-table tbody")].filter(c => !c.hidden).length`

@@ -138,6 +138,17 @@ func (b *Browser) Do(actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// Open loads url in b's tab and waits until the browser has drawn it.
+// The load event can come well before the first frame on a loaded
+// machine, and until that frame a click may go nowhere: a person cannot
+// click a page they have not yet been shown, and neither should a test.
+// It needs scripts on: with them off, use Navigate.
+func (b *Browser) Open(url string) {
+	b.t.Helper()
+	b.Do(chromedp.Navigate(url))
+	Eval[bool](b, `new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`)
+}
+
 // Run runs one action in b's tab and returns its value, failing the test
 // if it fails or takes more than a minute.
 func Run[T any](b *Browser, action chromedp.Action[T]) T {

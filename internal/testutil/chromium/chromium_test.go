@@ -43,3 +43,17 @@ func TestRequestsAndErrorsAreSeen(t *testing.T) {
 		t.Errorf("title %q", got)
 	}
 }
+
+// Open returns once the page is on screen, so that the first click of a
+// test lands on what a person would see: the browser has painted it.
+func TestOpenWaitsForThePageToBeDrawn(t *testing.T) {
+	page := filepath.Join(t.TempDir(), "page.html")
+	if err := os.WriteFile(page, []byte(`<!DOCTYPE html><title>t</title><p>drawn</p>`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := Start(t, 800, 600)
+	b.Open(FileURL(page))
+	if got := Eval[[]string](b, `performance.getEntriesByType("paint").map(e => e.name)`); !slices.Contains(got, "first-paint") {
+		t.Errorf("paint entries after Open: %q, want first-paint", got)
+	}
+}
