@@ -138,11 +138,13 @@ func (b *Browser) Do(actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
-// Open loads url in b's tab and waits until the browser has drawn it.
-// The load event can come well before the first frame on a loaded
-// machine, and until that frame a click may go nowhere: a person cannot
-// click a page they have not yet been shown, and neither should a test.
-// It needs scripts on: with them off, use Navigate.
+// Open loads url in b's tab and waits until the browser has drawn a
+// frame of it. Navigate returns at the load event, most often before any
+// frame: what a page leaves to its first frames (rows under
+// content-visibility: auto) is not settled yet, and on a loaded machine
+// a test's first click went nowhere. A person cannot click a page before
+// it is shown, and neither should a test. It needs scripts on: with them
+// off, use Navigate.
 func (b *Browser) Open(url string) {
 	b.t.Helper()
 	b.Do(chromedp.Navigate(url))
