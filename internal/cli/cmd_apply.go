@@ -70,7 +70,9 @@ report sent) sends its report only once per contact interval, an hour
 unless the host config's [report] contact_interval says otherwise; on S3
 such a run costs one LIST request. A second apply while one runs exits at
 once with status 4. Reads the host config (default /etc/muster/muster.toml)
-and the state directory it names; --dry-run writes nothing at all.
+and the state directory it names; --dry-run writes nothing of its own (where
+the config's [apt] update asks, apt's package lists are updated, so that it
+names the versions a run would install).
 
 When an apply changes the installed muster package, the new binary runs once
 with --self-check before this one exits: it loads the config and keys, opens

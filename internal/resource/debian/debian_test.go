@@ -206,7 +206,9 @@ func TestPrepareRoot(t *testing.T) {
 }
 
 // A mirror without the repository fails the update, and with it the
-// install that asked for fresh lists, instead of installing from stale ones.
+// install that asked for fresh lists, instead of installing from stale ones;
+// and the version lookup a dry run makes (Candidate) updates the lists
+// just as a run would, so it fails the same way.
 func TestUpdateFailureFailsInstall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -227,6 +229,11 @@ func TestUpdateFailureFailsInstall(t *testing.T) {
 	t.Log(err)
 	if err == nil || !strings.Contains(err.Error(), "404") || !strings.Contains(err.Error(), "update package lists") {
 		t.Fatalf("install with an unreachable repository: err = %v, want the update's 404", err)
+	}
+	// A fresh Apt, as each apply makes one.
+	dry := New(root, a.opts)
+	if v, err := dry.Candidate(ctx, hello); err == nil || !strings.Contains(err.Error(), "update package lists") {
+		t.Fatalf("a dry run's lookup with an unreachable repository: %q, %v, want the update's 404", v, err)
 	}
 }
 
