@@ -87,7 +87,8 @@ func runEnrolIssue(env *Env, o enrolIssueOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	tok, err := enrol.Issue(env.Ctx, m, reg, enrol.IssueOptions{Name: args[0], Reenrol: o.Reenrol, Expires: o.Expires, Labels: lm, Now: env.Now()})
+	tok, err := enrol.Issue(env.Ctx, m, reg, enrol.IssueOptions{Name: args[0], Reenrol: o.Reenrol, Expires: o.Expires, Labels: lm, Now: env.Now(),
+		Warn: func(w string) { env.Warnf("%s", w) }})
 	if err != nil {
 		return err
 	}

@@ -28,11 +28,17 @@ type IssueOptions struct {
 	// enrol label in between included.
 	Labels map[string]string
 	Now    time.Time
+	// Warn is told what went wrong without undoing the token: the
+	// journal not written. Nil drops it.
+	Warn func(string)
 }
 
 // Issue records a new token's verifier in the spool, and in the mesh
 // directory's journal of the tokens it issued, and returns the token. The
-// token itself is never stored: the caller prints it once.
+// token itself is never stored: the caller prints it once. Once the
+// spool holds the record the token is issued: a journal that cannot be
+// written is a warning (admit reads the token from the spool instead),
+// not an error that would lose the only copy of a valid token.
 func Issue(ctx context.Context, m *mesh.Mesh, reg *Registry, o IssueOptions) (*token.Token, error) {
 	if err := token.CheckName(o.Name); err != nil {
 		return nil, fault.New(fault.Usage, err)
@@ -80,8 +86,8 @@ func Issue(ctx context.Context, m *mesh.Mesh, reg *Registry, o IssueOptions) (*t
 	}
 	// After the spool's record, which is the durable one: a token the
 	// journal names is one the spool was given.
-	if err := m.Journal(mesh.TokensJournal).Append(is); err != nil {
-		return nil, fmt.Errorf("mesh directory %s: keep token %s: %w", m.Dir, tok.ID(), err)
+	if err := m.Journal(mesh.TokensJournal).Append(is); err != nil && o.Warn != nil {
+		o.Warn(fmt.Sprintf("token %s is issued, but the mesh directory's journal of tokens could not be written: %v; enrol admit reads this token from spool %s instead", tok.ID(), err, m.Spool))
 	}
 	return tok, nil
 }

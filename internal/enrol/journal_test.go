@@ -223,3 +223,27 @@ func TestCopiedMeshDirectoryAdmits(t *testing.T) {
 		t.Errorf("admit from the copy: %+v", res)
 	}
 }
+
+// A journal that cannot be written does not cost the operator the token:
+// its record is in the spool, so Issue returns it with a warning naming
+// the token and the failure, and admit reads it from the spool. Here the
+// journal's name is taken by a directory.
+func TestTokenIssuedWhenTheJournalCannotBeWritten(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	if err := os.Mkdir(journalPath(f), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	tok := f.issue(IssueOptions{Name: "web-1", Warn: func(w string) { warned = append(warned, w) }})
+	if len(warned) != 1 || !strings.Contains(warned[0], tok.ID()) || !strings.Contains(warned[0], "is a directory") {
+		t.Fatalf("warnings %q, want one naming token %s and why its journal was not written", warned, tok.ID())
+	}
+	if err := os.Remove(journalPath(f)); err != nil {
+		t.Fatal(err)
+	}
+	j := f.join("a", tok, tJoin)
+	if res, _ := f.admit(tAdmit); len(res.Admitted) != 1 || res.Admitted[0].NodeID != j.NodeID {
+		t.Errorf("admitted %+v, want web-1 from the spool's record", res.Admitted)
+	}
+}
