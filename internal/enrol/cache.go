@@ -64,30 +64,43 @@ type cachedRecord struct {
 	Label      *LabelChange
 }
 
+// cacheFile is where the cache of kind for spool lives in the mesh
+// directory dir.
+func cacheFile(dir, kind, spool string) string {
+	sum := sha256.Sum256([]byte(spool))
+	return filepath.Join(dir, "cache", fmt.Sprintf("%s-%x.cache", kind, sum[:8]))
+}
+
 // RegistryCachePath is where the registry cache for spool lives in the
 // mesh directory dir.
-func RegistryCachePath(dir, spool string) string {
-	sum := sha256.Sum256([]byte(spool))
-	return filepath.Join(dir, "cache", fmt.Sprintf("registry-%x.cache", sum[:8]))
-}
+func RegistryCachePath(dir, spool string) string { return cacheFile(dir, "registry", spool) }
 
 // readRegistryCache loads the cache at path for spool and mesh. It returns
 // nil and why when there is none to use; a missing file is no reason.
 func readRegistryCache(path, spool, mesh string) (*registryCache, error) {
-	payload, err := bincode.ReadFile(path, registryCacheMagic)
+	return readCacheFile(path, registryCacheMagic, spool, mesh, decodeRegistryCache,
+		func(c *registryCache) (string, string) { return c.Spool, c.Mesh })
+}
+
+// readCacheFile reads the cache file at path (magic, see bincode.ReadFile),
+// decodes its payload and checks that it was made for spool and mesh. It
+// returns nil and why when there is none to use; a missing file is no
+// reason. What decode returns may point into the payload, which is never
+// written again.
+func readCacheFile[C any](path, magic, spool, mesh string, decode func(string) (*C, error), owner func(*C) (spool, mesh string)) (*C, error) {
+	payload, err := bincode.ReadFile(path, magic)
 	if errors.Is(err, bincode.ErrNoFile) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	// The records' strings point into payload, which is never written
-	// again.
-	c, err := decodeRegistryCache(unsafe.String(unsafe.SliceData(payload), len(payload)))
+	c, err := decode(unsafe.String(unsafe.SliceData(payload), len(payload)))
 	if err != nil {
 		return nil, err
 	}
-	if err := bincode.CheckOwner(c.Spool, c.Mesh, spool, mesh); err != nil {
+	cs, cm := owner(c)
+	if err := bincode.CheckOwner(cs, cm, spool, mesh); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -587,22 +587,34 @@ func parallel(ctx context.Context, n int, fn func(i int) error) error {
 // read once the node is admitted); from revoked identities they are
 // refused, and those sent after the revocation are named in the second
 // result, as are briefings skipped because their signature does not
-// verify.
+// verify and a briefings cache that could not be used or written. A
+// briefing the cache holds under the name the spool lists as its node's
+// newest is not opened again (see briefcache.go).
 func (r *Registry) Briefings(ctx context.Context, m *mesh.Mesh) (map[string]*brief.Briefing, []string, error) {
 	// Every briefing name by node, oldest first (the spool lists in
-	// order).
+	// order), and the size of each node's newest (-1: not listed).
 	all := map[string][]string{}
-	if err := m.Spool.List(ctx, spool.BriefPrefix, func(i spool.Info) error {
+	sizes := map[string]int64{}
+	if err := spool.ListQuick(ctx, m.Spool, spool.BriefPrefix, func(i spool.Info) error {
 		node, _, err := spool.ParseBriefName(i.Name)
 		if err != nil {
 			return nil // spool verify reports strays
 		}
 		all[node] = append(all[node], i.Name)
+		sizes[node] = i.Size
 		return nil
 	}); err != nil {
 		return nil, nil, err
 	}
 	var refused []string
+	cachePath := BriefingsCachePath(m.Dir, m.Spool.String())
+	cache, err := readBriefingsCache(cachePath, m.Spool.String(), m.Public().Fingerprint())
+	if err != nil {
+		refused = append(refused, fmt.Sprintf("briefings cache %s: %v: reading the briefings in spool %s again", cachePath, err, m.Spool))
+	}
+	if cache == nil {
+		cache = &briefingsCache{}
+	}
 	var todo []string
 	for node, names := range all {
 		name := names[len(names)-1]
@@ -621,11 +633,22 @@ func (r *Registry) Briefings(ctx context.Context, m *mesh.Mesh) (map[string]*bri
 			todo = append(todo, node)
 		}
 	}
-	out := map[string]*brief.Briefing{}
+	out := make(map[string]*brief.Briefing, len(todo))
+	// What the cache is to hold next: each node's newest briefing, when
+	// it verified.
+	kept := make(map[string]cachedBriefing, len(todo))
+	opened := 0
 	var mu sync.Mutex
-	err := parallel(ctx, len(todo), func(i int) error {
+	err = parallel(ctx, len(todo), func(i int) error {
 		node := todo[i]
 		names := all[node]
+		newest, size := names[len(names)-1], sizes[node]
+		if cb, ok := cache.Briefings[newest]; ok && (size < 0 || cb.Size < 0 || cb.Size == size) {
+			mu.Lock()
+			out[node], kept[newest] = cb.Briefing, cb
+			mu.Unlock()
+			return nil
+		}
 		var b *brief.Briefing
 		var first error
 		// The newest briefing that verifies. One whose signature does
@@ -639,6 +662,12 @@ func (r *Registry) Briefings(ctx context.Context, m *mesh.Mesh) (map[string]*bri
 			var err error
 			b, err = r.OpenBriefing(ctx, m, node, seq)
 			if err == nil {
+				if j == len(names)-1 {
+					mu.Lock()
+					kept[newest] = cachedBriefing{Size: size, Briefing: b}
+					opened++
+					mu.Unlock()
+				}
 				break
 			}
 			b = nil
@@ -667,6 +696,12 @@ func (r *Registry) Briefings(ctx context.Context, m *mesh.Mesh) (map[string]*bri
 		mu.Unlock()
 		return nil
 	})
+	if err == nil && (opened > 0 || len(kept) != len(cache.Briefings)) {
+		c := &briefingsCache{Spool: m.Spool.String(), Mesh: m.Public().Fingerprint(), Briefings: kept}
+		if werr := writeBriefingsCache(cachePath, c); werr != nil {
+			refused = append(refused, werr.Error())
+		}
+	}
 	sort.Strings(refused)
 	return out, refused, err
 }
