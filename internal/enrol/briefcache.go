@@ -63,7 +63,7 @@ func writeBriefingsCache(path string, c *briefingsCache) error {
 
 // The payload: the format version, the spool and mesh, then the count of
 // briefings and each one: its name, size and fields in the order of the
-// type's, its lines each ID, status, detail and digest, then a flag for
+// type's, its lines as outcome.AppendLines writes them, then a flag for
 // its facts and, when set, their fields in order.
 // TestBriefingsCacheCoversEveryField fails when a field is added to a
 // briefing without being added here.
@@ -82,13 +82,7 @@ func appendBriefingsCache(b []byte, c *briefingsCache) []byte {
 		e.Str(br.Node)
 		e.Time(br.Time)
 		e.Str(br.Muster)
-		e.Uint(uint64(len(br.Lines)))
-		for _, l := range br.Lines {
-			e.Str(l.ID)
-			e.Str(string(l.Status))
-			e.Str(l.Detail)
-			e.Str(l.Digest)
-		}
+		outcome.AppendLines(e, br.Lines)
 		e.Flag(br.Facts != nil)
 		if f := br.Facts; f != nil {
 			e.Str(f.Hostname)
@@ -105,11 +99,8 @@ func appendBriefingsCache(b []byte, c *briefingsCache) []byte {
 }
 
 // minBriefing is the fewest bytes a briefing takes: name, size, version,
-// node, time, muster, lines, facts flag; minLine a line's.
-const (
-	minBriefing = 8
-	minLine     = 4
-)
+// node, time, muster, lines, facts flag.
+const minBriefing = 8
 
 func decodeBriefingsCache(s string) (*briefingsCache, error) {
 	d := &bincode.Decoder{S: s}
@@ -122,12 +113,7 @@ func decodeBriefingsCache(s string) (*briefingsCache, error) {
 	for range n {
 		name := d.Str()
 		cb := cachedBriefing{Size: d.Int(), Briefing: &brief.Briefing{Version: int(d.Int()), Node: d.Str(), Time: d.Time(), Muster: d.Str()}}
-		if k := d.Count(minLine); k > 0 {
-			cb.Briefing.Lines = make([]outcome.Line, k)
-			for i := range k {
-				cb.Briefing.Lines[i] = outcome.Line{ID: d.Str(), Status: outcome.Status(d.Str()), Detail: d.Str(), Digest: d.Str()}
-			}
-		}
+		cb.Briefing.Lines = outcome.ReadLines(d)
 		if d.Flag() {
 			cb.Briefing.Facts = &brief.Facts{Hostname: d.Str(), OSID: d.Str(), OSVersion: d.Str(), OSCodename: d.Str(),
 				Arch: d.Str(), CPUs: int(d.Int()), MemoryMB: d.Int(), Addresses: d.Strs()}

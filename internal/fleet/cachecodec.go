@@ -144,16 +144,7 @@ func (e *cacheEncoder) indexes(xs []uint32) {
 	}
 }
 
-func (e *cacheEncoder) lines(ls []outcome.Line) {
-	e.Uint(uint64(len(ls)))
-	for i := range ls {
-		l := &ls[i]
-		e.Str(l.ID)
-		e.Str(string(l.Status))
-		e.Str(l.Detail)
-		e.Str(l.Digest)
-	}
-}
+func (e *cacheEncoder) lines(ls []outcome.Line) { outcome.AppendLines(&e.Encoder, ls) }
 
 func (e *cacheEncoder) node(nf *nodeFacts, version int) {
 	e.Str(nf.Signer)
@@ -266,7 +257,6 @@ const (
 	minReport   = 8  // one byte a field, and none for what few reports have
 	// minReportBefore is a report's fewest bytes before compactVersion.
 	minReportBefore = 13
-	minLine         = 4
 )
 
 // decodeCache decodes a payload appendCache wrote. The facts' strings are
@@ -482,21 +472,7 @@ func (d *cacheDecoder) indexes(limit uint64) []uint32 {
 	return xs
 }
 
-func (d *cacheDecoder) lines() []outcome.Line {
-	n := d.Count(minLine)
-	if n == 0 {
-		return nil
-	}
-	ls := make([]outcome.Line, n)
-	for i := range ls {
-		l := &ls[i]
-		l.ID = d.Str()
-		l.Status = outcome.Status(d.Str())
-		l.Detail = d.Str()
-		l.Digest = d.Str()
-	}
-	return ls
-}
+func (d *cacheDecoder) lines() []outcome.Line { return outcome.ReadLines(&d.Decoder) }
 
 func (d *cacheDecoder) report(f *reportFact) {
 	f.Gen = d.Uint()
