@@ -36,6 +36,19 @@ type Decoder struct {
 	Err error
 }
 
+// End says whether a whole payload was read: the first failure, or the
+// bytes left after the last part read (what names that part, as "the
+// records"); nil when the payload was read exactly.
+func (d *Decoder) End(what string) error {
+	if d.Err != nil {
+		return fmt.Errorf("does not decode: %v", d.Err)
+	}
+	if len(d.S) != 0 {
+		return fmt.Errorf("does not decode: %d bytes follow %s", len(d.S), what)
+	}
+	return nil
+}
+
 // Fail records err, unless a failure is recorded already, and empties S.
 func (d *Decoder) Fail(err error) {
 	if d.Err == nil {

@@ -57,3 +57,25 @@ func TestFailures(t *testing.T) {
 		t.Errorf("short read: %v, want ErrShort", d.Err)
 	}
 }
+
+// End tells a payload read exactly from one with a failure or bytes left.
+func TestEnd(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		reads int
+		want  string
+	}{
+		{"\x01a\x01b", 2, ""},
+		{"\x01a\x01b", 1, "does not decode: 2 bytes follow the records"},
+		{"\x01a\x05b", 2, "does not decode: "},
+	} {
+		d := Decoder{S: tc.in}
+		for range tc.reads {
+			d.Str()
+		}
+		err := d.End("the records")
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%q after %d reads: %v, want %q", tc.in, tc.reads, err, tc.want)
+		}
+	}
+}

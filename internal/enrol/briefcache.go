@@ -126,11 +126,8 @@ func decodeBriefingsCache(s string) (*briefingsCache, error) {
 		}
 		c.Briefings[name] = cb
 	}
-	if d.Err != nil {
-		return nil, fmt.Errorf("does not decode: %v", d.Err)
-	}
-	if len(d.S) != 0 {
-		return nil, fmt.Errorf("does not decode: %d bytes follow the briefings", len(d.S))
+	if err := d.End("the briefings"); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -257,11 +257,8 @@ func decodeRegistryCache(s string) (*registryCache, error) {
 		}
 		c.JoinDirs[tid] = jd
 	}
-	if d.Err != nil {
-		return nil, fmt.Errorf("does not decode: %v", d.Err)
-	}
-	if len(d.S) != 0 {
-		return nil, fmt.Errorf("does not decode: %d bytes follow the records", len(d.S))
+	if err := d.End("the records"); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -430,8 +430,8 @@ func decodeCache(s string) (*cacheData, error) {
 		}
 		c.Nodes[id] = nf
 	}
-	if len(d.S) != 0 {
-		return nil, fmt.Errorf("does not decode: %d bytes follow the facts", len(d.S))
+	if err := d.End("the facts"); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
