@@ -46,20 +46,20 @@ against the key pinned at enrolment, decrypt it, reconcile every resource
 declaration orders otherwise), read every resource back, remove orphans muster
 created, and write a report signed by this host and encrypted to the mesh.
 
-A line is ok only if reading the resource back matched the declaration;
-there is no other way for a line to become ok, and one failed line makes the
-report failed and the status 1. A generation older than the last one applied
-is refused (rollback, status 3); re-applying the same generation repairs
-drift. Another commit of the generation applied, or a newer one whose
-history does not hold it, is a fork of the mesh's history and refused
-(status 3). Commits that do not verify against the mesh key are skipped
-with a warning, never obeyed. A generation past the expiry declare
---valid-for signed into it is still enforced, but reported as a failed
-line (status 1). A declaration that breaks the rules declare holds it to (an
-unclean path, a control character, set-id bits without special_bits, one path
-as two types) is refused whole before anything changes (status 3), naming the
-generation and the entry. A report that cannot be written to the spool waits in the state
-directory's outbox (status 4) and is sent first by the next run.
+A line is ok only if reading the resource back matched the declaration; there
+is no other way for a line to become ok, and one failed line makes the report
+failed and the status 1. A generation older than the last one applied is
+refused (rollback, status 3); re-applying the same generation repairs drift.
+Another commit of the generation applied, or a newer one whose history does not
+hold it, is a fork of the mesh's history and refused (status 3). Commits that
+do not verify against the mesh key are skipped with a warning, never obeyed. A
+generation past the expiry declare --valid-for signed into it is still
+enforced, but reported as a failed line (status 1). A declaration that breaks
+the rules declare holds it to (an unclean path, a control character, set-id
+bits without special_bits, one path as two types) is refused whole before
+anything changes (status 3), naming the generation and the entry. A report that
+cannot be written to the spool waits in the state directory's outbox (status 4)
+and is sent first by the next run.
 
 Made for a systemd timer or cron: non-interactive, one summary line when
 nothing changed, bounded by --timeout. --json prints one versioned document
@@ -83,7 +83,8 @@ at once. See muster-upgrade(7).`,
 		Examples: `muster apply
 muster apply --dry-run
 # from a cron wrapper: the failed lines
-muster apply --json | jq -r '.lines[] | select(.status == "failed") | "\(.id): \(.detail)"'
+muster apply --json |
+  jq -r '.lines[] | select(.status == "failed") | "\(.id): \(.detail)"'
 # build an image: apply everything inside a directory tree
 muster apply --root /srv/images/web --config /srv/images/web.toml`,
 		Global:     []string{"spool", "config", "state", "root"},

@@ -180,10 +180,12 @@ func (o *briefShowOptions) addFlags(fs *pflag.FlagSet) {
 func cmdBriefShow() *Command {
 	var o briefShowOptions
 	return &Command{
-		Name:     "show",
-		Usage:    "muster brief show NAME [--json]",
-		Short:    "show a node's newest briefing (mesh)",
-		Long:     "Show the newest briefing of node NAME with its outcome, computed from its lines. It changes nothing: join requests waiting to be admitted are counted on stderr and left to enrol admit and declare.",
+		Name:  "show",
+		Usage: "muster brief show NAME [--json]",
+		Short: "show a node's newest briefing (mesh)",
+		Long: `Show the newest briefing of node NAME with its outcome, computed from its
+lines. It changes nothing: join requests waiting to be admitted are counted on
+stderr and left to enrol admit and declare.`,
 		Examples: "muster brief show web-1",
 		Global:   []string{"mesh", "spool"},
 		Exits:    []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
@@ -228,10 +230,12 @@ func (o *briefListOptions) addFlags(fs *pflag.FlagSet) {
 func cmdBriefList() *Command {
 	var o briefListOptions
 	return &Command{
-		Name:     "list",
-		Usage:    "muster brief list [--table | --json]",
-		Short:    "list every node's newest briefing outcome (mesh)",
-		Long:     "List every enrolled node with the outcome of its newest briefing and the failed lines of ineligible nodes. It changes nothing: join requests waiting to be admitted are counted on stderr and left to enrol admit and declare.",
+		Name:  "list",
+		Usage: "muster brief list [--table | --json]",
+		Short: "list every node's newest briefing outcome (mesh)",
+		Long: `List every enrolled node with the outcome of its newest briefing and the failed
+lines of ineligible nodes. It changes nothing: join requests waiting to be
+admitted are counted on stderr and left to enrol admit and declare.`,
 		Examples: "muster brief list --table",
 		Global:   []string{"mesh", "spool"},
 		Exits:    []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},

@@ -95,13 +95,13 @@ generation after it (a frozen mirror, a stale stick) keeps enforcing it but
 reports a failed line saying it expired. Without it a generation never
 expires. A declare with --valid-for always commits, renewing the expiry.
 
-Declaring an unchanged source (the same resources for the same node
-identities, the same ineligible and unmatched nodes, and no expiry)
-writes nothing and says 'declaration unchanged: generation N stands'. --dry-run writes nothing at
-all, so it does not admit pending join requests; for each changed resource
-it shows the old and new value of each setting that changes and a unified
-diff of changed text. Content marked secret never appears in any output: a
-changed secret shows as 'content changed (secret, not shown)'.`,
+Declaring an unchanged source (the same resources for the same node identities,
+the same ineligible and unmatched nodes, and no expiry) writes nothing and says
+'declaration unchanged: generation N stands'. --dry-run writes nothing at all,
+so it does not admit pending join requests; for each changed resource it shows
+the old and new value of each setting that changes and a unified diff of
+changed text. Content marked secret never appears in any output: a changed
+secret shows as 'content changed (secret, not shown)'.`,
 		Examples: `muster declare --check site.toml
 muster declare --dry-run site.toml
 muster declare site.toml roles/*.toml

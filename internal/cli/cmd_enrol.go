@@ -22,8 +22,11 @@ func cmdEnrol() *Command {
 	return &Command{
 		Name:  "enrol",
 		Short: "enrol hosts: issue and cancel tokens, admit, label, revoke, list, join",
-		Long:  "Enrolment decides which host identities the mesh trusts. The operator issues a token for a node name; the host joins with it; the mesh admits the join request (declare does this too; report and the other read-only commands never do).",
-		Sub:   []*Command{cmdEnrolIssue(), cmdEnrolCancel(), cmdEnrolAdmit(), cmdEnrolLabel(), cmdEnrolRevoke(), cmdEnrolList(), cmdEnrolJoin()},
+		Long: `Enrolment decides which host identities the mesh trusts. The operator issues
+a token for a node name; the host joins with it; the mesh admits the join
+request (declare does this too; report and the other read-only commands never
+do).`,
+		Sub: []*Command{cmdEnrolIssue(), cmdEnrolCancel(), cmdEnrolAdmit(), cmdEnrolLabel(), cmdEnrolRevoke(), cmdEnrolList(), cmdEnrolJoin()},
 	}
 }
 
@@ -184,13 +187,14 @@ func cmdEnrolAdmit() *Command {
 		Name:  "admit",
 		Usage: "muster enrol admit",
 		Short: "admit pending join requests",
-		Long: `Admit every pending join request in the spool. Each is checked: the proof
-was made with the token it names, the token was issued by this mesh, has not
-expired and was not used before, a plain token does not take over an
-enrolled name, and the host keys can be trusted (an age key of low order,
-or a signing key of small order, is refused, naming it). Admitting a re-enrolment revokes the previous identity at that
-moment. Each admission is one atomic write, so nothing is ever half-admitted;
-each refusal is printed with its reason and recorded, so it is decided once.
+		Long: `Admit every pending join request in the spool. Each is checked: the proof was
+made with the token it names, the token was issued by this mesh, has not
+expired and was not used before, a plain token does not take over an enrolled
+name, and the host keys can be trusted (an age key of low order, or a signing
+key of small order, is refused, naming it). Admitting a re-enrolment revokes
+the previous identity at that moment. Each admission is one atomic write, so
+nothing is ever half-admitted; each refusal is printed with its reason and
+recorded, so it is decided once.
 
 'muster declare' and 'muster report' admit pending requests themselves.`,
 		Examples: "muster enrol admit",
@@ -443,7 +447,7 @@ requests are admitted first.
 "enrolled_at", "labels", "eligibility", "failed_lines", "revoked": [{"node_id",
 "revoked_at", "reason"}]}], "tokens": [{"token_id", "name", "reenrol",
 "issued_at", "expires"}]}.`,
-		Examples: "muster enrol list --table\nmuster enrol list --json | jq -r '.nodes[] | select(.eligibility == \"ineligible\") | .name'",
+		Examples: "muster enrol list --table\nmuster enrol list --json |\n  jq -r '.nodes[] | select(.eligibility == \"ineligible\") | .name'",
 		Global:   []string{"mesh", "spool"},
 		Exits:    []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
 		Flags:    o.addFlags,
@@ -635,11 +639,11 @@ echoing it. Whitespace around a pasted token is ignored.
 join checks the token's checksum and expiry, reads the mesh's public keys from
 the spool and pins them only if they match the fingerprint the token carries
 and can be trusted (a signing key of small order, or an age key of low order,
-is refused), creates the host's key pair in the state directory (keys 0600, directory
-0700), writes the host config (--config: spool, node name, state directory),
-runs and sends a briefing, and writes the join request, signed by the host key
-and by the token's proof and encrypted to the mesh. The mesh admits it on its
-next admit or declare.
+is refused), creates the host's key pair in the state directory (keys 0600,
+directory 0700), writes the host config (--config: spool, node name, state
+directory), runs and sends a briefing, and writes the join request, signed by
+the host key and by the token's proof and encrypted to the mesh. The mesh
+admits it on its next admit or declare.
 
 A host config that already exists at --config (written ahead of enrolment,
 for example to set briefing thresholds) keeps its settings: join fills in the
@@ -652,7 +656,8 @@ config it wrote are removed, and with --force the old identity is put back.`,
 		Examples: `# paste the token when asked, then Ctrl-D
 muster enrol join --spool /mnt/spool
 # or from a file carried on a USB stick
-muster enrol join --spool s3://fleet/spool --token-file /media/usb/web-1.token`,
+muster enrol join --spool s3://fleet/spool \
+  --token-file /media/usb/web-1.token`,
 		Global: []string{"spool", "config", "state", "root"},
 		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
 		Flags:  o.addFlags,

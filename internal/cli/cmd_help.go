@@ -7,10 +7,12 @@ import (
 
 func cmdHelp() *Command {
 	return &Command{
-		Name:     "help",
-		Usage:    "muster help [COMMAND [SUBCOMMAND]]",
-		Short:    "show help for muster or one command",
-		Long:     "Without arguments, list the commands and the exit statuses. With a command, show its usage, options, examples and exit statuses; the same text as 'muster COMMAND --help'.",
+		Name:  "help",
+		Usage: "muster help [COMMAND [SUBCOMMAND]]",
+		Short: "show help for muster or one command",
+		Long: `Without arguments, list the commands and the exit statuses. With a command,
+show its usage, options, examples and exit statuses; the same text as
+'muster COMMAND --help'.`,
 		Examples: "muster help\nmuster help enrol issue",
 		Exits:    []int{ExitUsage},
 		Run:      runHelp,

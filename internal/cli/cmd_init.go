@@ -12,15 +12,15 @@ func cmdInit() *Command {
 		Name:  "init",
 		Usage: "muster init --mesh DIR --spool SPOOL",
 		Short: "create the mesh key and publish it in a new spool",
-		Long: `Create the mesh key in DIR: an age X25519 identity (mesh.age: reports and
-join requests are encrypted to it) and an ed25519 signing key (mesh.sign: it
-signs declarations), each created with mode 0600 in a 0700 directory, plus
-mesh.toml naming the spool. init never overwrites a key: if DIR already holds
-one it stops. An existing DIR that the group or others can enter is refused
-with the chmod that fixes it, as every command that loads the key refuses a
-key file or directory others can reach. It publishes the mesh's public keys in the spool as mesh/keys,
-refusing a spool that already belongs to a mesh, and prints the public keys.
-If anything fails, nothing is left behind.`,
+		Long: `Create the mesh key in DIR: an age X25519 identity (mesh.age: reports and join
+requests are encrypted to it) and an ed25519 signing key (mesh.sign: it signs
+declarations), each created with mode 0600 in a 0700 directory, plus mesh.toml
+naming the spool. init never overwrites a key: if DIR already holds one it
+stops. An existing DIR that the group or others can enter is refused with the
+chmod that fixes it, as every command that loads the key refuses a key file or
+directory others can reach. It publishes the mesh's public keys in the spool as
+mesh/keys, refusing a spool that already belongs to a mesh, and prints the
+public keys. If anything fails, nothing is left behind.`,
 		Examples: `# a mesh with a directory spool
 mkdir -p /srv/muster/spool
 muster init --mesh ~/.config/muster/mesh --spool /srv/muster/spool`,

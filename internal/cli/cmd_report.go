@@ -72,16 +72,15 @@ Last contact is the time of the node's newest report or briefing, shown as
 it is: there is no threshold, and a node off for weeks is outstanding,
 never failed.
 
-Reports are verified against the identity they are filed under. Reports
-from revoked or unknown identities and reports that fail verification are
-refused and counted; reports that claim a generation newer than the newest
-committed, or another node, are flagged with a warning; neither is counted.
---all lists them, and applied and decommissioned nodes too. A revoked
-identity's reports are refused for good: each is counted on stderr once
-(the cache remembers it), and 'muster spool gc' with the mesh removes them. report reads the
-mesh and changes nothing: join requests waiting to be admitted are counted on
-stderr and left to enrol admit and declare, so a monitoring job never admits
-a host.
+Reports are verified against the identity they are filed under. Reports from
+revoked or unknown identities and reports that fail verification are refused
+and counted; reports that claim a generation newer than the newest committed,
+or another node, are flagged with a warning; neither is counted. --all lists
+them, and applied and decommissioned nodes too. A revoked identity's reports
+are refused for good: each is counted on stderr once (the cache remembers it),
+and 'muster spool gc' with the mesh removes them. report reads the mesh and
+changes nothing: join requests waiting to be admitted are counted on stderr and
+left to enrol admit and declare, so a monitoring job never admits a host.
 
 The default output is a summary: the totals, then one line per node that
 did not apply the generation, with its reason whole. --table is for
@@ -131,7 +130,8 @@ muster report --generation 41 --table --sort contact
 # a page to look at: open rollout.html in a browser, no network needed
 muster report --html rollout.html --fail-on none
 # the failed lines of every failed node
-muster report --json | jq -r '.nodes[] | select(.status == "failed") | .name as $n | .failed_lines[] | "\($n) \(.id): \(.detail)"'
+muster report --json | jq -r '.nodes[] | select(.status == "failed") |
+  .name as $n | .failed_lines[] | "\($n) \(.id): \(.detail)"'
 muster report --history --table`,
 		Global: []string{"mesh", "spool"},
 		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary, ExitNodesFailed, ExitNodesOutstanding},

@@ -31,8 +31,8 @@ func cmdSpool() *Command {
 mirrors), check that every object is whole, and remove what no reader needs.
 sync and verify need no secret key; gc needs the mesh (--mesh or
 MUSTER_MESH) for --keep and to remove the reports and briefings of revoked
-identities, repo add signs with the mesh's key, and repo list reads the mesh to verify
-the repository's index.`,
+identities, repo add signs with the mesh's key, and repo list reads the mesh
+to verify the repository's index.`,
 		Sub: []*Command{cmdSpoolSync(), cmdSpoolVerify(), cmdSpoolGC(), cmdSpoolRepo()},
 	}
 }
@@ -79,14 +79,14 @@ DST are directories or s3:// locations, in any combination (see
 muster-spool(5)). Nothing is ever overwritten or deleted, so syncing both ways
 merges two copies of a spool that both grew into their union.
 
-Objects are matched by name and size without reading them (--check compares
-the content of objects on both sides); commits, manifests, mesh keys,
-repository indexes and enrolment records are always compared by content, so
-two commits of one generation are a conflict even at the same size. Each copied object is read from SRC,
-checked to be a whole bundle by its header (a truncated copy is reported as
-damaged and not copied), written to DST and read back and compared (size and
-SHA-256). Temp files are never copied. Commits are copied last, so at DST a
-generation never appears before its declarations.
+Objects are matched by name and size without reading them (--check compares the
+content of objects on both sides); commits, manifests, mesh keys, repository
+indexes and enrolment records are always compared by content, so two commits of
+one generation are a conflict even at the same size. Each copied object is read
+from SRC, checked to be a whole bundle by its header (a truncated copy is
+reported as damaged and not copied), written to DST and read back and compared
+(size and SHA-256). Temp files are never copied. Commits are copied last, so at
+DST a generation never appears before its declarations.
 
 An object present on both sides with different bytes is a conflict: it is
 named on stderr and left alone, and sync exits 1. An interrupted sync leaves
@@ -102,7 +102,8 @@ muster spool sync /srv/muster/spool /media/usb/spool
 muster spool sync /media/usb/spool /srv/muster/spool
 
 # mirror a directory spool into an object store
-muster spool sync /srv/muster/spool 's3://fleet/spool?endpoint=minio.internal:9000'`,
+muster spool sync /srv/muster/spool \
+  's3://fleet/spool?endpoint=minio.internal:9000'`,
 		Exits: []int{ExitFailure, ExitUsage, ExitTemporary},
 		Flags: o.addFlags,
 		Run:   func(env *Env, args []string) error { return runSpoolSync(env, o, args) },
@@ -278,7 +279,8 @@ stray, foreign, fork or no-mesh-keys; and exits 1 if there is any. With
 Sealed objects signed by another key only the hosts and the mesh can
 refuse, when they open them with their keys.`,
 		Examples: `muster spool verify --spool /media/usb/spool
-muster spool verify --json | jq -r '.problems[] | select(.kind == "damaged") | .object'`,
+muster spool verify --json |
+  jq -r '.problems[] | select(.kind == "damaged") | .object'`,
 		Global: []string{"spool", "mesh"},
 		Exits:  []int{ExitFailure, ExitUsage, ExitTemporary},
 		Flags:  o.addFlags,

@@ -178,7 +178,8 @@ skipped with a warning. It reads the spool and changes nothing.
 "version", "arch", "size", "sha256", "object"}]}; index is 0 and packages
 empty when the repository holds nothing.`,
 		Examples: `muster spool repo list
-muster spool repo list --json | jq -r '.packages[] | select(.name == "muster") | .version'`,
+muster spool repo list --json |
+  jq -r '.packages[] | select(.name == "muster") | .version'`,
 		Global: []string{"mesh", "spool"},
 		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
 		Flags:  o.addFlags,

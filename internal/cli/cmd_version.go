@@ -7,10 +7,11 @@ import (
 
 func cmdVersion() *Command {
 	return &Command{
-		Name:     "version",
-		Usage:    "muster version",
-		Short:    "print muster's version",
-		Long:     "Print the version of this muster binary, the Go version it was built with, and its platform.",
+		Name:  "version",
+		Usage: "muster version",
+		Short: "print muster's version",
+		Long: `Print the version of this muster binary, the Go version it was built with, and
+its platform.`,
 		Examples: "muster version",
 		Exits:    []int{ExitUsage},
 		Run:      runVersion,

@@ -207,7 +207,9 @@ func TestHostConfigFlagsHelp(t *testing.T) {
 		}
 		var b strings.Builder
 		printHelp(&b, c)
-		help := b.String()
+		// An option's description continued on the next lines is one
+		// line here.
+		help := regexp.MustCompile(`\n {10,}`).ReplaceAllString(b.String(), " ")
 		for _, bad := range []string{"(env MUSTER_SPOOL)", "(default " + DefaultState + ")"} {
 			if strings.Contains(help, bad) {
 				t.Errorf("muster %s --help says %q, but the host config wins", c.Path(), bad)
@@ -266,7 +268,8 @@ func TestExamplesRun(t *testing.T) {
 	type example struct{ where, line string }
 	var examples []example
 	for _, c := range leaves() {
-		for _, l := range strings.Split(c.Examples, "\n") {
+		// A command continued on the next line is one example.
+		for _, l := range strings.Split(strings.ReplaceAll(c.Examples, "\\\n", ""), "\n") {
 			examples = append(examples, example{"muster " + c.Path() + " --help", l})
 		}
 	}
@@ -354,4 +357,31 @@ func TestExamplesRun(t *testing.T) {
 	if checked < 20 {
 		t.Errorf("only %d examples checked: the test lost track of them", checked)
 	}
+}
+
+// TestHelpFitsATerminal: every line of muster --help and of every
+// command's help fits a terminal of 80 columns and ends in no space, so
+// nothing wraps mid-word on an operator's screen.
+func TestHelpFitsATerminal(t *testing.T) {
+	check := func(what string, print func(w *strings.Builder)) {
+		var b strings.Builder
+		print(&b)
+		for i, l := range strings.Split(b.String(), "\n") {
+			if n := len([]rune(l)); n > helpWidth {
+				t.Errorf("%s, line %d: %d columns, more than %d: %q", what, i+1, n, helpWidth, l)
+			}
+			if strings.TrimRight(l, " ") != l {
+				t.Errorf("%s, line %d: ends in a space: %q", what, i+1, l)
+			}
+		}
+	}
+	check("muster --help", func(w *strings.Builder) { printOverview(w, commands()) })
+	var walk func(cs []*Command)
+	walk = func(cs []*Command) {
+		for _, c := range cs {
+			check("muster "+c.Path()+" --help", func(w *strings.Builder) { printHelp(w, c) })
+			walk(c.Sub)
+		}
+	}
+	walk(commands())
 }
