@@ -392,10 +392,11 @@ func printChange(w io.Writer, c declare.ResourceChange) {
 
 // recoveryCopies gives declare the newest recovery copy per node, read
 // through the report cache (so a declare after a report reads only new
-// reports). Without it a declare still commits, with a warning: a host that
+// reports). The briefings were read with the registry, so the load leaves
+// them out. Without it a declare still commits, with a warning: a host that
 // keeps its state needs no recovery copy.
 func recoveryCopies(env *Env, m *mesh.Mesh, reg *enrol.Registry) func(string) (declare.Recovery, bool) {
-	st, err := fleet.Load(env.Ctx, m, reg, fleet.Options{CacheDir: filepath.Join(m.Dir, "cache")})
+	st, err := fleet.Load(env.Ctx, m, reg, fleet.Options{CacheDir: filepath.Join(m.Dir, "cache"), NoBriefings: true})
 	if err != nil {
 		env.Warnf("recovery copies not available, bundles carry none this time: %v", err)
 		return nil

@@ -29,8 +29,9 @@ var t0 = time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
 // countingSpool counts and records the objects a run reads.
 type countingSpool struct {
 	spool.Spool
-	mu   sync.Mutex
-	gets []string
+	mu    sync.Mutex
+	gets  []string
+	lists []string // the prefixes listed by ListDirs
 }
 
 func (c *countingSpool) Get(ctx context.Context, name string, max int64) ([]byte, error) {
@@ -49,6 +50,9 @@ func (c *countingSpool) ListNames(ctx context.Context, prefix string, fn func(st
 // ListDirs passes the directory spool's listing of directories through,
 // with their stamps, as a report on a directory spool lists.
 func (c *countingSpool) ListDirs(ctx context.Context, prefix string, known func(string, spool.DirStamp) bool, fn func(spool.DirListing) error) error {
+	c.mu.Lock()
+	c.lists = append(c.lists, prefix)
+	c.mu.Unlock()
 	return c.Spool.(*spool.Dir).ListDirs(ctx, prefix, known, fn)
 }
 

@@ -40,6 +40,13 @@ type Options struct {
 	// means twice the usable CPUs: decoding keeps the CPUs busy while
 	// other workers wait on the spool.
 	Workers int
+	// NoBriefings loads the commits and reports alone, for a caller
+	// that needs only the recovery copies (declare, which has read the
+	// briefings through the registry already): the briefings are
+	// neither listed nor read, and the cache keeps what it knew of them
+	// for the next full load. Ask such a state only for RecoveryCopies:
+	// its views would show the briefings as the cache last knew them.
+	NoBriefings bool
 }
 
 // Stats say what a Load (and the calls after it) read from the spool, as
@@ -71,6 +78,7 @@ type State struct {
 	dirty   bool
 	strIdx  map[string]uint32
 	workers int
+	briefs  bool     // whether briefings are loaded (not Options.NoBriefings)
 	gens    []uint64 // committed generations, oldest first
 	unknown []Object // reports filed under node ids no identity has
 	// Warnings are what did not stop the load but the operator should
@@ -109,12 +117,12 @@ type Loading struct {
 
 // Start begins a Load; see Loading.
 func Start(ctx context.Context, m *mesh.Mesh, o Options) *Loading {
-	s := &State{mesh: m, workers: o.Workers}
+	s := &State{mesh: m, workers: o.Workers, briefs: !o.NoBriefings}
 	if s.workers <= 0 {
 		s.workers = 2 * runtime.GOMAXPROCS(0)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	ld := &Loading{s: s, l: startListing(ctx, m.Spool), ctx: ctx, cancel: cancel, cached: make(chan struct{})}
+	ld := &Loading{s: s, l: startListing(ctx, m.Spool, s.briefs), ctx: ctx, cancel: cancel, cached: make(chan struct{})}
 	go func() {
 		defer close(ld.cached)
 		s.openCache(o.CacheDir)
@@ -194,15 +202,16 @@ type listing struct {
 	// reportDirs and briefDirs are the stamps of the node ids'
 	// directories listed.
 	reportDirs, briefDirs map[string]spool.DirStamp
+	briefsListed          bool   // false: briefs and briefDirs stay empty
 	dirs, dirsRead        [2]int // directories listed and read, of reports and briefings
 	errs                  [2]error
 }
 
-// startListing lists sp's reports and briefings in the background; the
-// caller hands it the cache's facts with setNodes, and wait returns what
-// was listed.
-func startListing(ctx context.Context, sp spool.Spool) *listing {
-	l := &listing{ready: make(chan struct{})}
+// startListing lists sp's reports, and its briefings if briefs, in the
+// background; the caller hands it the cache's facts with setNodes, and wait
+// returns what was listed.
+func startListing(ctx context.Context, sp spool.Spool, briefs bool) *listing {
+	l := &listing{ready: make(chan struct{}), briefsListed: briefs}
 	// cached returns the facts of the node id whose directory below
 	// prefix is dir, if its stamp is the one recorded with them.
 	cached := func(prefix, dir string, st spool.DirStamp, stamp func(*nodeFacts) spool.DirStamp) *nodeFacts {
@@ -251,6 +260,9 @@ func startListing(ctx context.Context, sp spool.Spool) *listing {
 			return nil
 		})
 	})
+	if !briefs {
+		return l
+	}
 	l.wg.Go(func() {
 		l.errs[1] = spool.ListDirs(ctx, sp, spool.BriefPrefix, func(dir string, st spool.DirStamp) bool {
 			return cached(spool.BriefPrefix, dir, st, briefDir) != nil
@@ -323,11 +335,15 @@ func (l *listing) wait() error {
 
 // stamp records in the cache the stamps of the directories listed, for
 // the nodes whose facts were just made to match them; a node whose
-// directory was not listed has none.
+// directory was not listed has none. Without the briefings listed, what
+// the cache knew of them stays.
 func (l *listing) stamp(s *State) {
 	for nodeID, nf := range s.cache.Nodes {
 		rd, bd := l.reportDirs[nodeID], l.briefDirs[nodeID]
 		n, briefed := l.briefs[nodeID]
+		if !l.briefsListed {
+			bd, briefed, n.seq = nf.BriefDir, nf.Briefed, nf.BriefSeq
+		}
 		if nf.ReportDir != rd || nf.BriefDir != bd || nf.Briefed != briefed || nf.BriefSeq != n.seq {
 			nf.ReportDir, nf.BriefDir, nf.Briefed, nf.BriefSeq = rd, bd, briefed, n.seq
 			s.dirty = true
@@ -367,8 +383,10 @@ func (s *State) read(ctx context.Context, l *listing) error {
 	if err != nil {
 		return err
 	}
-	if err := s.loadBriefings(ctx, l.briefs); err != nil {
-		return err
+	if s.briefs {
+		if err := s.loadBriefings(ctx, l.briefs); err != nil {
+			return err
+		}
 	}
 	if err := s.loadLedgers(ctx, kept); err != nil {
 		return err

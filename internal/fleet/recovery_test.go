@@ -1,11 +1,14 @@
 package fleet
 
 import (
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/muster-tool/muster/internal/generation"
 	"github.com/muster-tool/muster/internal/ledger"
+	"github.com/muster-tool/muster/spool"
 )
 
 func TestRecoveryCopies(t *testing.T) {
@@ -81,5 +84,80 @@ func TestRecoveryCopies(t *testing.T) {
 	}
 	if c := rc["rebuilt"]; c.NodeID != newID.NodeID || c.Generation != 3 || c.Ledger == nil || len(c.Ledger) != 0 {
 		t.Errorf("rebuilt after its first report: %+v, want the new identity's empty ledger", c)
+	}
+}
+
+// TestRecoveryCopiesWithoutBriefings: declare loads the reports alone for
+// the recovery copies (Options.NoBriefings). Such a load neither lists nor
+// reads a briefing, gives the copies a whole load gives, and leaves the
+// cache's briefings as they were: the next whole load reads only the
+// briefing that is new since.
+func TestRecoveryCopiesWithoutBriefings(t *testing.T) {
+	f := newFixture(t)
+	web := f.enrol("web", t0)
+	db := f.enrol("db", t0)
+	f.commit(1, t0.Add(time.Hour), &generation.Manifest{Nodes: []generation.ManifestNode{assign(web), assign(db)}})
+	f.reportOK(web, 1, 1, t0.Add(2*time.Hour))
+	f.reportOK(db, 1, 1, t0.Add(2*time.Hour))
+	f.brief(web, 1, t0.Add(30*time.Minute))
+	f.brief(db, 1, t0.Add(30*time.Minute), "free-root")
+
+	reportsOnly := func() *State {
+		t.Helper()
+		f.sp.take()
+		f.sp.lists = nil
+		s, err := Load(f.ctx, f.m, f.reg, Options{CacheDir: f.cacheDir(), NoBriefings: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range f.sp.lists {
+			if p == spool.BriefPrefix {
+				t.Errorf("a load without briefings listed %s", p)
+			}
+		}
+		for _, name := range f.sp.take() {
+			if strings.HasPrefix(name, spool.BriefPrefix) {
+				t.Errorf("a load without briefings read %s", name)
+			}
+		}
+		return s
+	}
+	copies := func(s *State) map[string]RecoveryCopy {
+		t.Helper()
+		rc, err := s.RecoveryCopies()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rc
+	}
+
+	want := copies(f.load(false))
+	if len(want) != 2 {
+		t.Fatalf("%d recovery copies, want 2", len(want))
+	}
+	if got := copies(reportsOnly()); !reflect.DeepEqual(got, want) {
+		t.Errorf("recovery copies without briefings:\n%+v\nwant\n%+v", got, want)
+	}
+
+	// A whole load fills the cache with the briefings and the stamps of
+	// their directories, settled; one without them keeps them, so the
+	// whole load after it reads only what is new.
+	time.Sleep(spool.StampSettle + 100*time.Millisecond)
+	if s := f.load(true); s.Stats.BriefingsRead != 2 {
+		t.Fatalf("first whole load read %d briefings, want 2", s.Stats.BriefingsRead)
+	}
+	f.brief(web, 2, t0.Add(3*time.Hour), "free-root")
+	reportsOnly()
+	s := f.load(true)
+	if s.Stats.BriefingsRead != 1 || s.Stats.Briefings != 2 {
+		t.Errorf("whole load after one without briefings read %d of %d briefings, want 1 of 2", s.Stats.BriefingsRead, s.Stats.Briefings)
+	}
+	// Of the directories, only web's briefings: the rest are as the
+	// cache knew them.
+	if s.Stats.DirsRead != 1 {
+		t.Errorf("whole load after one without briefings read %d directories, want 1 (web's briefings)", s.Stats.DirsRead)
+	}
+	if n := find(f.view(s, 1, Selection{}), "web"); n == nil || !n.LastContact.Equal(t0.Add(3*time.Hour)) {
+		t.Errorf("web: %+v, want its last contact at its new briefing", n)
 	}
 }

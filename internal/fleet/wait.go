@@ -26,7 +26,7 @@ import (
 func (s *State) Refresh(ctx context.Context) error {
 	s.gens, s.unknown, s.Forks, s.Warnings, s.Stats = nil, nil, nil, nil, Stats{}
 	ctx, cancel := context.WithCancel(ctx)
-	l := startListing(ctx, s.mesh.Spool)
+	l := startListing(ctx, s.mesh.Spool, s.briefs)
 	defer l.wait()
 	defer cancel()
 	l.setNodes(s.cache.Nodes)
