@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/muster-tool/muster/internal/fault"
@@ -436,6 +438,13 @@ func (s *S3) List(ctx context.Context, prefix string, fn func(Info) error) error
 // the store does not send (StartAfter): a listing past what a caller
 // knows costs one request per PageSize newer objects, however many came
 // before. Each object's ETag comes with it.
+//
+// A listing below a prefix whose objects are filed under ids (see
+// splitBounds) that does not end with its first page lists the rest in
+// ranges at once, one per first digit of the ids, and gives the names in
+// order as before: what the listing costs in time is then the slowest
+// range's pages rather than all of them one after another, for about one
+// request more per range.
 func (s *S3) ListAfter(ctx context.Context, prefix, after string, fn func(Info) error) error {
 	if err := ValidPrefix(prefix); err != nil {
 		return err
@@ -449,27 +458,31 @@ func (s *S3) ListAfter(ctx context.Context, prefix, after string, fn func(Info) 
 		q.StartAfter = s.base + after
 	}
 	last := ""
-	for {
+	// give checks one listed key and hands its object to fn.
+	give := func(k s3client.Key) error {
+		switch {
+		case last != "" && k.Key <= last:
+			return fault.WithHint(fmt.Errorf("spool %s: %s: the store listed key %q after %q, out of key order", s, op, k.Key, last),
+				"S3 lists keys in byte order; a store that does not cannot hold a spool")
+		case !strings.HasPrefix(k.Key, q.Prefix):
+			return fmt.Errorf("spool %s: %s: the store listed key %q, which does not start with %q", s, op, k.Key, q.Prefix)
+		}
+		last = k.Key
+		name := strings.TrimPrefix(k.Key, s.base)
+		if ValidName(name) != nil || after != "" && name <= after {
+			// The second: a store that does not know StartAfter
+			// lists from the start.
+			return nil
+		}
+		return fn(Info{Name: name, Size: k.Size, ETag: k.ETag})
+	}
+	for first := true; ; first = false {
 		page, err := s.store.List(ctx, q)
 		if err != nil {
 			return s.failed(ctx, op, "", err)
 		}
 		for _, k := range page.Keys {
-			switch {
-			case last != "" && k.Key <= last:
-				return fault.WithHint(fmt.Errorf("spool %s: %s: the store listed key %q after %q, out of key order", s, op, k.Key, last),
-					"S3 lists keys in byte order; a store that does not cannot hold a spool")
-			case !strings.HasPrefix(k.Key, q.Prefix):
-				return fmt.Errorf("spool %s: %s: the store listed key %q, which does not start with %q", s, op, k.Key, q.Prefix)
-			}
-			last = k.Key
-			name := strings.TrimPrefix(k.Key, s.base)
-			if ValidName(name) != nil || after != "" && name <= after {
-				// The second: a store that does not know StartAfter
-				// lists from the start.
-				continue
-			}
-			if err := fn(Info{Name: name, Size: k.Size, ETag: k.ETag}); err != nil {
+			if err := give(k); err != nil {
 				return err
 			}
 		}
@@ -477,7 +490,139 @@ func (s *S3) ListAfter(ctx context.Context, prefix, after string, fn func(Info) 
 			return nil
 		}
 		q.Token = page.Next
+		if !first {
+			continue
+		}
+		if bounds := splitBounds(prefix, strings.TrimPrefix(last, s.base)); len(bounds) > 0 {
+			if done, err := s.listRanges(ctx, op, q.Prefix, last, bounds, give); done || err != nil {
+				return err
+			}
+			// The store ignores StartAfter: the rest one page after
+			// another, from where the first page ended.
+		}
 	}
+}
+
+// idKeyed are the prefixes whose objects are named by an id first (a node
+// id, a token id: lowercase hex), so that the first digit of the id
+// splits a long listing into ranges of about equal size.
+var idKeyed = []string{EnrolTokenPrefix, EnrolJoinPrefix, EnrolAdmitPrefix, EnrolRevokePrefix, EnrolLabelPrefix, BriefPrefix, ReportPrefix}
+
+// splitBounds returns the names at which to split the rest of a listing of
+// prefix that has reached name last: prefix followed by each hex digit but
+// 0, those that sort after last. None for a prefix not in idKeyed. Any
+// name below prefix falls in exactly one range, whatever it starts with.
+func splitBounds(prefix, last string) []string {
+	if !slices.Contains(idKeyed, prefix) {
+		return nil
+	}
+	var bounds []string
+	for _, d := range "123456789abcdef" {
+		if b := prefix + string(d); b > last {
+			bounds = append(bounds, b)
+		}
+	}
+	return bounds
+}
+
+// listAhead is how many pages a range listed at once may hold before the
+// ranges before it are given: a range waits beyond that. 64 pages a range
+// lets a listing of a million keys go at the pace of its slowest range,
+// and bounds what it holds to about 130 MB.
+const listAhead = 64
+
+// errIgnoresStartAfter is a range's listing that began at or before its
+// lower bound: the store does not know StartAfter.
+var errIgnoresStartAfter = errors.New("the store ignores StartAfter")
+
+// listRanges lists the keys starting with keyPrefix after key last in
+// ranges split at the names bounds, at once, and hands each key to give in
+// order. The first range holds the keys after last up to bounds[0], each
+// next one those after its bound up to the next, the last one all after
+// the last bound. done is false, with no error, when the store turned out
+// not to know StartAfter before any key was given: the caller lists the
+// rest one page after another. A store's error is the spool's, as failed
+// makes it; give's is returned as it is.
+func (s *S3) listRanges(ctx context.Context, op, keyPrefix, last string, bounds []string, give func(s3client.Key) error) (done bool, err error) {
+	type result struct {
+		keys []s3client.Key
+		err  error
+	}
+	outer := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	lows := []string{last} // each range's lower bound, a key
+	for _, b := range bounds {
+		lows = append(lows, s.base+b)
+	}
+	ranges := make([]chan result, len(lows))
+	for i, lo := range lows {
+		ch := make(chan result, listAhead)
+		ranges[i] = ch
+		hi := "" // none: the last range
+		if i+1 < len(lows) {
+			hi = lows[i+1]
+		}
+		wg.Go(func() {
+			defer close(ch)
+			send := func(r result) bool {
+				select {
+				case ch <- r:
+					return true
+				case <-ctx.Done():
+					return false
+				}
+			}
+			rq := s3client.ListQuery{Prefix: keyPrefix, StartAfter: lo, Max: s.cfg.PageSize}
+			for first := true; ; first = false {
+				page, err := s.store.List(ctx, rq)
+				if ctx.Err() != nil {
+					return // the listing stops, or the caller's context ended
+				}
+				if err != nil {
+					send(result{err: err})
+					return
+				}
+				keys := page.Keys
+				if first && len(keys) > 0 && keys[0].Key <= lo {
+					send(result{err: errIgnoresStartAfter})
+					return
+				}
+				end := page.Next == ""
+				if hi != "" {
+					if j := slices.IndexFunc(keys, func(k s3client.Key) bool { return k.Key > hi }); j >= 0 {
+						keys, end = keys[:j], true
+					}
+				}
+				if !send(result{keys: keys}) || end {
+					return
+				}
+				rq.Token = page.Next
+			}
+		})
+	}
+	for _, ch := range ranges {
+		for r := range ch {
+			if errors.Is(r.err, errIgnoresStartAfter) {
+				return false, nil
+			}
+			if r.err != nil {
+				return true, s.failed(outer, op, "", r.err)
+			}
+			for _, k := range r.keys {
+				if err := give(k); err != nil {
+					return true, err
+				}
+			}
+		}
+		if err := outer.Err(); err != nil {
+			// A range stopped before its end.
+			return true, fmt.Errorf("spool %s: %s: %w", s, op, err)
+		}
+	}
+	return true, nil
 }
 
 // failed turns the error of a request for object name (none for a

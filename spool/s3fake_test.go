@@ -2,12 +2,14 @@ package spool_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/md5"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -310,6 +312,21 @@ func TestS3NoCredentials(t *testing.T) {
 // with the last key of a page as its continuation token. fail says whether
 // to fail the nth listing request (from 1) with 503 SlowDown.
 func fakeListing(t *testing.T, keys []string, fail func(n int) bool) (*spool.S3, func() []url.Values) {
+	return fakeListingOf(t, keys, listingFake{fail: func(n int, _ url.Values) bool { return fail(n) }})
+}
+
+// listingFake says how fakeListingOf answers.
+type listingFake struct {
+	// fail says whether to fail the nth listing request (from 1), asked
+	// with query q, with 503 SlowDown; it may also wait.
+	fail func(n int, q url.Values) bool
+	// ignoreStartAfter lists from the first key, as a store that does
+	// not know StartAfter does.
+	ignoreStartAfter bool
+}
+
+// fakeListingOf is fakeListing as f says.
+func fakeListingOf(t *testing.T, keys []string, f listingFake) (*spool.S3, func() []url.Values) {
 	var mu sync.Mutex
 	var queries []url.Values
 	sp := fakeStore(t, func(w http.ResponseWriter, r *http.Request) {
@@ -321,11 +338,14 @@ func fakeListing(t *testing.T, keys []string, fail func(n int) bool) (*spool.S3,
 		if r.Method != http.MethodGet || strings.TrimSuffix(r.URL.Path, "/") != "/bucket" || q.Get("list-type") != "2" {
 			t.Errorf("%s %s, want a ListObjectsV2 request", r.Method, r.URL)
 		}
-		if fail(n) {
+		if f.fail != nil && f.fail(n, q) {
 			s3Fail(w, 503, "SlowDown", "Please reduce your request rate.")
 			return
 		}
 		from := q.Get("start-after")
+		if f.ignoreStartAfter {
+			from = ""
+		}
 		if tok := q.Get("continuation-token"); tok != "" {
 			from = tok
 		}
@@ -632,5 +652,199 @@ func TestS3PutManyConcurrent(t *testing.T) {
 	}
 	if got := stored["p/decl/b/007"]; string(got) != "7" {
 		t.Errorf("a conflicting batch changed an object: %q", got)
+	}
+}
+
+// rangeKeys are keys of the spool s3://bucket/p around every bound at
+// which a long listing of report/ is split: ids starting with each hex
+// digit, names equal to a bound, one between 9 and a, names past f, and
+// keys outside the prefix. want are the names List gives for report/.
+func rangeKeys() (keys, want []string) {
+	var names []string
+	for _, d := range "0123456789abcdef" {
+		for i := range 5 {
+			names = append(names, fmt.Sprintf("report/%c%031x/%s-%s", d, i, spool.GenerationName(1), spool.SeqName(uint64(i+1))))
+		}
+	}
+	names = append(names, "report/1", "report/9", "report/A0/x", "report/a", "report/f", "report/g0/x", "report/zz")
+	for _, n := range names {
+		keys = append(keys, "p/"+n)
+		if spool.ValidName(n) == nil {
+			want = append(want, n)
+		}
+	}
+	keys = append(keys, "other/x", "p/commit/1", "p/reportz/x")
+	slices.Sort(keys)
+	slices.Sort(want)
+	return keys, want
+}
+
+// listed lists prefix of sp with page size size, and returns the names.
+func listed(t *testing.T, sp *spool.S3, size int, prefix string) ([]string, error) {
+	t.Helper()
+	cfg := sp.Config()
+	cfg.PageSize = size
+	paged, err := spool.OpenS3(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	err = paged.List(t.Context(), prefix, func(i spool.Info) error { got = append(got, i.Name); return nil })
+	return got, err
+}
+
+// TestS3ListRanges: a listing of report/ longer than a page lists the rest
+// in ranges at once, split at each hex digit, and gives every name once,
+// in order, whatever the names start with.
+func TestS3ListRanges(t *testing.T) {
+	keys, want := rangeKeys()
+	// The first two ranges' first pages each wait for the other: the
+	// listing goes on only if the ranges are asked for at once.
+	var ranges atomic.Int32
+	both := make(chan struct{})
+	sp, queries := fakeListingOf(t, keys, listingFake{fail: func(_ int, q url.Values) bool {
+		if q.Get("start-after") != "" && q.Get("continuation-token") == "" {
+			switch ranges.Add(1) {
+			case 1:
+				select {
+				case <-both:
+				case <-time.After(10 * time.Second):
+					t.Error("a range waited 10 s for another: the ranges are not listed at once")
+				}
+			case 2:
+				close(both)
+			}
+		}
+		return false
+	}})
+	got, err := listed(t, sp, 3, "report/")
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("List = %v\n%q\nwant\n%q", err, got, want)
+	}
+	qs := queries()
+	if qs[0].Has("start-after") {
+		t.Errorf("first page asked with %v, want from the start", qs[0])
+	}
+	starts := map[string]int{}
+	for _, q := range qs[1:] {
+		if q.Get("continuation-token") == "" {
+			starts[q.Get("start-after")]++
+		}
+	}
+	// The first page ends in the ids starting with 0; a range begins
+	// there and at each digit after it.
+	wantStarts := map[string]int{"p/" + want[2]: 1}
+	for _, d := range "123456789abcdef" {
+		wantStarts["p/report/"+string(d)] = 1
+	}
+	if !maps.Equal(starts, wantStarts) {
+		t.Errorf("ranges began after %v, want %v", starts, wantStarts)
+	}
+	// Each range costs at most a page more than its keys need.
+	if max := len(keys)/3 + 1 + 16; len(qs) > max {
+		t.Errorf("%d requests for %d keys in pages of 3, want at most %d", len(qs), len(keys), max)
+	}
+}
+
+// TestS3ListRangesStoreWithoutStartAfter: a store that ignores StartAfter
+// lists every range from the start; the listing notices on the first
+// range and lists the rest one page after another, every name once.
+func TestS3ListRangesStoreWithoutStartAfter(t *testing.T) {
+	keys, want := rangeKeys()
+	sp, _ := fakeListingOf(t, keys, listingFake{ignoreStartAfter: true})
+	if got, err := listed(t, sp, 3, "report/"); err != nil || !slices.Equal(got, want) {
+		t.Errorf("List = %v\n%q\nwant\n%q", err, got, want)
+	}
+}
+
+// TestS3ListRangesOnlyWhenLong: a listing that fits a page is one request,
+// and one of a prefix whose names are not filed under ids goes page after
+// page, as before.
+func TestS3ListRangesOnlyWhenLong(t *testing.T) {
+	keys, want := rangeKeys()
+	sp, queries := fakeListingOf(t, keys, listingFake{})
+	if got, err := listed(t, sp, 1000, "report/"); err != nil || !slices.Equal(got, want) || len(queries()) != 1 {
+		t.Errorf("List of %d names in pages of 1000 = %v, %d names in %d requests; want 1 request", len(want), err, len(got), len(queries()))
+	}
+	var commits []string
+	for i := range 10 {
+		commits = append(commits, "p/commit/"+spool.GenerationName(uint64(i+1)))
+	}
+	sp, queries = fakeListingOf(t, commits, listingFake{})
+	if got, err := listed(t, sp, 3, "commit/"); err != nil || len(got) != 10 {
+		t.Fatalf("List of commit/ = %q, %v", got, err)
+	}
+	for _, q := range queries() {
+		if q.Has("start-after") {
+			t.Errorf("commit/ listed with %v, want page after page", q)
+		}
+	}
+}
+
+// TestS3ListRangeFails: a range the store keeps failing fails the listing,
+// naming the store and the prefix, after every name before that range and
+// none after it; an error of fn's stops the listing as it is.
+func TestS3ListRangeFails(t *testing.T) {
+	keys, want := rangeKeys()
+	sp, _ := fakeListingOf(t, keys, listingFake{fail: func(_ int, q url.Values) bool {
+		return strings.HasPrefix(q.Get("start-after"), "p/report/8")
+	}})
+	got, err := listed(t, sp, 3, "report/")
+	if !errors.Is(err, spool.ErrUnavailable) || !strings.Contains(err.Error(), "list report/: SlowDown (HTTP 503)") || !strings.Contains(err.Error(), "s3://bucket/p at 127.0.0.1") {
+		t.Errorf("List with range 8 failing: %v, want ErrUnavailable naming the store and the listing", err)
+	}
+	var before []string
+	for _, n := range want {
+		if n <= "report/8" {
+			before = append(before, n)
+		}
+	}
+	if !slices.Equal(got, before) {
+		t.Errorf("fn was given %q, want the names up to report/8: %q", got, before)
+	}
+
+	stop := errors.New("enough")
+	sp, _ = fakeListingOf(t, keys, listingFake{})
+	cfg := sp.Config()
+	cfg.PageSize = 3
+	paged, err := spool.OpenS3(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	err = paged.List(t.Context(), "report/", func(i spool.Info) error {
+		if n++; i.Name > "report/c" {
+			return stop
+		}
+		return nil
+	})
+	if err != stop {
+		t.Errorf("List whose fn stops = %v, want fn's error as it is", err)
+	}
+}
+
+// TestS3ListRangesCanceled: a listing whose context ends while a range is
+// asked for fails with the context's error, never ends early with what it
+// had.
+func TestS3ListRangesCanceled(t *testing.T) {
+	keys, _ := rangeKeys()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	sp, _ := fakeListingOf(t, keys, listingFake{fail: func(_ int, q url.Values) bool {
+		if strings.HasPrefix(q.Get("start-after"), "p/report/5") {
+			cancel()
+		}
+		return false
+	}})
+	cfg := sp.Config()
+	cfg.PageSize = 3
+	paged, err := spool.OpenS3(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	err = paged.List(ctx, "report/", func(i spool.Info) error { got = append(got, i.Name); return nil })
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("List canceled in range 5 = %v after %d names, want context.Canceled", err, len(got))
 	}
 }
