@@ -33,3 +33,7 @@ func SetStampSettle(t interface{ Cleanup(func()) }, d time.Duration) {
 	stampSettle = d
 	t.Cleanup(func() { stampSettle = old })
 }
+
+// SetListInRanges makes S3 listings go page after page (false), as they
+// did before ranges, or in ranges (true).
+func SetListInRanges(on bool) { listInRanges = on }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Proxy is a counting proxy in front of a Server, on a loopback port of
@@ -22,6 +23,7 @@ type Proxy struct {
 	mu    sync.Mutex
 	seen  []string // "KIND /path", in order
 	conns int      // connections clients opened
+	delay time.Duration
 }
 
 // Request kinds as Proxy counts them: a listing (GET of the bucket) is
@@ -46,6 +48,9 @@ func (s *Server) Proxy(t testing.TB) *Proxy {
 	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: s.addr})
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.count(r)
+		if d := p.Delay(); d > 0 {
+			time.Sleep(d)
+		}
 		rp.ServeHTTP(w, r)
 	}), ConnState: func(_ net.Conn, state http.ConnState) {
 		if state == http.StateNew {
@@ -71,6 +76,21 @@ func (p *Proxy) count(r *http.Request) {
 	p.mu.Lock()
 	p.seen = append(p.seen, kind+" "+r.URL.RequestURI())
 	p.mu.Unlock()
+}
+
+// SetDelay holds every request d before passing it on, as a store
+// across a network answers later than one on loopback.
+func (p *Proxy) SetDelay(d time.Duration) {
+	p.mu.Lock()
+	p.delay = d
+	p.mu.Unlock()
+}
+
+// Delay is the delay SetDelay set.
+func (p *Proxy) Delay() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.delay
 }
 
 // URL is Server.URL through the proxy.
