@@ -201,14 +201,8 @@ func TestS3ListPaginates(t *testing.T) {
 	}
 	slices.Sort(want)
 	for _, pageSize := range []int{0, 97} { // 0: the store's default of 1000
-		cfg := sp.Config()
-		cfg.PageSize = pageSize
-		paged, err := spool.OpenS3(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var got []string
-		err = paged.List(t.Context(), "report/", func(i spool.Info) error {
+		err := withPageSize(t, sp, pageSize).List(t.Context(), "report/", func(i spool.Info) error {
 			got = append(got, i.Name)
 			if i.Size != int64(len(i.Name)) {
 				t.Errorf("List: %s has size %d, want %d", i.Name, i.Size, len(i.Name))

@@ -386,14 +386,9 @@ func TestS3ListResumes(t *testing.T) {
 	keys := []string{"other/x", "p/a/1", "p/a/2", "p/a/3", "p/b/1", "p/b/Not A+Name", "p/b/2", "p/c/1"}
 	slices.Sort(keys)
 	sp, queries := fakeListing(t, keys, func(n int) bool { return n == 2 })
-	cfg := sp.Config()
-	cfg.PageSize = 2
-	sp, err := spool.OpenS3(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp = withPageSize(t, sp, 2)
 	var got []string
-	err = sp.List(t.Context(), "", func(i spool.Info) error {
+	err := sp.List(t.Context(), "", func(i spool.Info) error {
 		got = append(got, i.Name)
 		if i.Size != int64(len("p/"+i.Name)) {
 			t.Errorf("%s: size %d, want %d", i.Name, i.Size, len("p/"+i.Name))
@@ -469,23 +464,14 @@ func TestS3ListGivesUp(t *testing.T) {
 	keys := []string{"p/a", "p/b", "p/c", "p/d", "p/e"}
 	// Pages come through on every other request: 2 attempts each.
 	sp, _ := fakeListing(t, keys, func(n int) bool { return n%2 == 0 })
-	cfg := sp.Config()
-	cfg.PageSize = 1
-	paged, err := spool.OpenS3(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	paged := withPageSize(t, sp, 1)
 	var got []string
 	if err := paged.List(t.Context(), "", func(i spool.Info) error { got = append(got, i.Name); return nil }); err != nil || len(got) != 5 {
 		t.Errorf("List through a store failing every other request: %q, %v", got, err)
 	}
 	sp, _ = fakeListing(t, keys, func(n int) bool { return n > 1 })
-	cfg = sp.Config()
-	cfg.PageSize = 1
-	if sp, err = spool.OpenS3(cfg); err != nil {
-		t.Fatal(err)
-	}
-	err = sp.List(t.Context(), "", func(spool.Info) error { return nil })
+	sp = withPageSize(t, sp, 1)
+	err := sp.List(t.Context(), "", func(spool.Info) error { return nil })
 	if !errors.Is(err, spool.ErrUnavailable) || !strings.Contains(err.Error(), "list /: SlowDown (HTTP 503)") {
 		t.Errorf("List through a store that stops answering: %v, want ErrUnavailable", err)
 	}
@@ -679,8 +665,8 @@ func rangeKeys() (keys, want []string) {
 	return keys, want
 }
 
-// listed lists prefix of sp with page size size, and returns the names.
-func listed(t *testing.T, sp *spool.S3, size int, prefix string) ([]string, error) {
+// withPageSize is sp asking for size keys a page.
+func withPageSize(t *testing.T, sp *spool.S3, size int) *spool.S3 {
 	t.Helper()
 	cfg := sp.Config()
 	cfg.PageSize = size
@@ -688,8 +674,14 @@ func listed(t *testing.T, sp *spool.S3, size int, prefix string) ([]string, erro
 	if err != nil {
 		t.Fatal(err)
 	}
+	return paged
+}
+
+// listed lists prefix of sp with page size size, and returns the names.
+func listed(t *testing.T, sp *spool.S3, size int, prefix string) ([]string, error) {
+	t.Helper()
 	var got []string
-	err = paged.List(t.Context(), prefix, func(i spool.Info) error { got = append(got, i.Name); return nil })
+	err := withPageSize(t, sp, size).List(t.Context(), prefix, func(i spool.Info) error { got = append(got, i.Name); return nil })
 	return got, err
 }
 
@@ -805,12 +797,7 @@ func TestS3ListRangeFails(t *testing.T) {
 
 	stop := errors.New("enough")
 	sp, _ = fakeListingOf(t, keys, listingFake{})
-	cfg := sp.Config()
-	cfg.PageSize = 3
-	paged, err := spool.OpenS3(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	paged := withPageSize(t, sp, 3)
 	n := 0
 	err = paged.List(t.Context(), "report/", func(i spool.Info) error {
 		if n++; i.Name > "report/c" {
@@ -836,14 +823,8 @@ func TestS3ListRangesCanceled(t *testing.T) {
 		}
 		return false
 	}})
-	cfg := sp.Config()
-	cfg.PageSize = 3
-	paged, err := spool.OpenS3(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var got []string
-	err = paged.List(ctx, "report/", func(i spool.Info) error { got = append(got, i.Name); return nil })
+	err := withPageSize(t, sp, 3).List(ctx, "report/", func(i spool.Info) error { got = append(got, i.Name); return nil })
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("List canceled in range 5 = %v after %d names, want context.Canceled", err, len(got))
 	}
