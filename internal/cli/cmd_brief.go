@@ -203,7 +203,11 @@ func runBriefShow(env *Env, o briefShowOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	_, reg, briefs, err := openFleet(env)
+	m, err := openMesh(env)
+	if err != nil {
+		return err
+	}
+	reg, err := readOnlyAdmit(env, m)
 	if err != nil {
 		return err
 	}
@@ -211,7 +215,12 @@ func runBriefShow(env *Env, o briefShowOptions, args []string) error {
 	if id == nil {
 		return fault.WithHint(fmt.Errorf("node %s is not enrolled", args[0]), "see: muster enrol list")
 	}
-	b := briefs[id.NodeID]
+	// This node's briefings alone, not the fleet's.
+	b, refused, err := reg.Briefing(env.Ctx, m, id.NodeID)
+	if err != nil {
+		return err
+	}
+	env.Warn(refused)
 	if b == nil {
 		return fmt.Errorf("node %s has sent no briefing yet", args[0])
 	}

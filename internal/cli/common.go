@@ -150,9 +150,7 @@ func newestBriefings(env *Env, m *mesh.Mesh, reg *enrol.Registry) (map[string]*b
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range refused {
-		env.Warnf("%s", r)
-	}
+	env.Warn(refused)
 	return briefs, nil
 }
 

@@ -1,6 +1,7 @@
 package enrol
 
 import (
+	"bytes"
 	"maps"
 	"os"
 	"reflect"
@@ -164,5 +165,66 @@ func TestBriefingsCache(t *testing.T) {
 	}
 	if names := slices.Sorted(maps.Keys(c.Briefings)); len(names) != 2 {
 		t.Errorf("the cache holds %q, want web-1's and web-2's newest briefings alone", names)
+	}
+}
+
+// TestBriefingOfOneNode: Briefing gives what Briefings gives for the node,
+// listing that node's briefings alone; it uses the briefings cache and
+// never writes it, since it saw one node's briefings, not the fleet's.
+func TestBriefingOfOneNode(t *testing.T) {
+	f := newFixture(t)
+	nodes := map[string]string{}
+	for _, name := range []string{"web-1", "web-2", "db-1"} {
+		nodes[name] = f.join(name, f.issue(IssueOptions{Name: name}), t0).NodeID
+	}
+	f.admit(t0.Add(time.Hour))
+	f.sendBriefing("web-1", t0.Add(2*time.Hour))
+	counter := &getCounter{Spool: f.m.Spool}
+	f.m.Spool = counter
+	reg := f.registry()
+	want, _, err := reg.Briefings(f.ctx, f.m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := BriefingsCachePath(f.m.Dir, f.m.Spool.String())
+	cached, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	briefing := func(name string) (*brief.Briefing, []string) {
+		t.Helper()
+		counter.take()
+		counter.lists = nil
+		b, _, err := reg.Briefing(f.ctx, f.m, nodes[name])
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if l := counter.lists; len(l) != 1 || l[0] != spool.BriefPrefix+nodes[name]+"/" {
+			t.Errorf("%s: listed %q, want its own briefings alone", name, l)
+		}
+		return b, counter.take()
+	}
+	for name, id := range nodes {
+		b, read := briefing(name)
+		if !reflect.DeepEqual(b, want[id]) || b == nil {
+			t.Errorf("%s: %+v, want %+v", name, b, want[id])
+		}
+		if len(read) != 0 {
+			t.Errorf("%s: read %q, want its briefing from the cache", name, read)
+		}
+	}
+	if now, err := os.ReadFile(path); err != nil || !bytes.Equal(now, cached) {
+		t.Errorf("the briefings cache changed: %v", err)
+	}
+
+	// Without the cache, the node's newest briefing alone is opened,
+	// and no cache of one node is written.
+	os.Remove(path)
+	b, read := briefing("web-1")
+	if !reflect.DeepEqual(b, want[nodes["web-1"]]) || len(read) != 1 {
+		t.Errorf("web-1 without the cache: %+v, read %q; want its newest briefing, opened alone", b, read)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("Briefing of one node wrote the briefings cache: %v", err)
 	}
 }

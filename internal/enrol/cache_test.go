@@ -72,8 +72,16 @@ func TestRegistryCacheSharesLabels(t *testing.T) {
 // getCounter counts the enrolment records a registry load opens.
 type getCounter struct {
 	spool.Spool
-	mu   sync.Mutex
-	gets []string
+	mu    sync.Mutex
+	gets  []string
+	lists []string // the prefixes listed
+}
+
+func (g *getCounter) List(ctx context.Context, prefix string, fn func(spool.Info) error) error {
+	g.mu.Lock()
+	g.lists = append(g.lists, prefix)
+	g.mu.Unlock()
+	return g.Spool.List(ctx, prefix, fn)
 }
 
 func (g *getCounter) Get(ctx context.Context, name string, max int64) ([]byte, error) {

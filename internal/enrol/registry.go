@@ -591,13 +591,33 @@ func parallel(ctx context.Context, n int, fn func(i int) error) error {
 // briefing the cache holds under the name the spool lists as its node's
 // newest is not opened again (see briefcache.go).
 func (r *Registry) Briefings(ctx context.Context, m *mesh.Mesh) (map[string]*brief.Briefing, []string, error) {
+	return r.briefings(ctx, m, "")
+}
+
+// Briefing is Briefings for node id nodeID alone: only its briefings are
+// listed, and the briefings cache is read but not written. The briefing
+// is nil if the node sent none or is not trusted.
+func (r *Registry) Briefing(ctx context.Context, m *mesh.Mesh, nodeID string) (*brief.Briefing, []string, error) {
+	if nodeID == "" {
+		return nil, nil, errors.New("briefing of no node")
+	}
+	briefs, refused, err := r.briefings(ctx, m, nodeID)
+	return briefs[nodeID], refused, err
+}
+
+// briefings is Briefings, or Briefing for node id only when it is set.
+func (r *Registry) briefings(ctx context.Context, m *mesh.Mesh, only string) (map[string]*brief.Briefing, []string, error) {
 	// Every briefing name by node, oldest first (the spool lists in
 	// order), and the size of each node's newest (-1: not listed).
 	all := map[string][]string{}
 	sizes := map[string]int64{}
-	if err := spool.ListQuick(ctx, m.Spool, spool.BriefPrefix, func(i spool.Info) error {
+	prefix := spool.BriefPrefix
+	if only != "" {
+		prefix += only + "/"
+	}
+	if err := spool.ListQuick(ctx, m.Spool, prefix, func(i spool.Info) error {
 		node, _, err := spool.ParseBriefName(i.Name)
-		if err != nil {
+		if err != nil || only != "" && node != only {
 			return nil // spool verify reports strays
 		}
 		all[node] = append(all[node], i.Name)
@@ -696,7 +716,7 @@ func (r *Registry) Briefings(ctx context.Context, m *mesh.Mesh) (map[string]*bri
 		mu.Unlock()
 		return nil
 	})
-	if err == nil && (opened > 0 || len(kept) != len(cache.Briefings)) {
+	if err == nil && only == "" && (opened > 0 || len(kept) != len(cache.Briefings)) {
 		c := &briefingsCache{Spool: m.Spool.String(), Mesh: m.Public().Fingerprint(), Briefings: kept}
 		if werr := writeBriefingsCache(cachePath, c); werr != nil {
 			refused = append(refused, werr.Error())
