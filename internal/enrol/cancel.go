@@ -1,6 +1,7 @@
 package enrol
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -163,18 +164,37 @@ func UnusedTokens(ctx context.Context, m *mesh.Mesh, reg *Registry, now time.Tim
 		func(is *Issued) bool { return now.Before(is.Expires) })
 }
 
-// readIssued reads the token records whose ids want selects (the others
-// are not even decrypted) and returns those keep selects, by node name and
-// then oldest first. Records that do not verify are junk, skipped into
-// reg.Skipped.
+// readIssued reads the token records in the spool whose ids want selects
+// (the others are not even decrypted) and returns those keep selects, by
+// node name and then oldest first. A token the mesh directory's journal
+// names is taken from there, as admit takes it, and its record is not
+// opened. Records that do not verify are junk, skipped into reg.Skipped.
 func readIssued(ctx context.Context, m *mesh.Mesh, reg *Registry, want func(tokenID string) bool, keep func(*Issued) bool) ([]*Issued, error) {
 	signer := m.Pair.Sign.Public().(ed25519.PublicKey)
 	var (
 		mu  sync.Mutex
 		out []*Issued
+		err error
 	)
-	err := eachObject(ctx, m.Spool, spool.EnrolTokenPrefix, func(i spool.Info) bool {
-		return want(strings.TrimPrefix(i.Name, spool.EnrolTokenPrefix))
+	listErr := eachObject(ctx, m.Spool, spool.EnrolTokenPrefix, func(i spool.Info) bool {
+		tid := strings.TrimPrefix(i.Name, spool.EnrolTokenPrefix)
+		if !want(tid) || err != nil {
+			return false
+		}
+		is, ok, jerr := reg.knownIssued(m, &mu, tid)
+		if jerr != nil {
+			err = jerr
+			return false
+		}
+		if !ok || is == nil {
+			return true // to be opened, or junk to be named again
+		}
+		if keep(is) {
+			mu.Lock()
+			out = append(out, is)
+			mu.Unlock()
+		}
+		return false
 	}, func(name string, data []byte) error {
 		tid := strings.TrimPrefix(name, spool.EnrolTokenPrefix)
 		is := new(Issued)
@@ -191,7 +211,7 @@ func readIssued(ctx context.Context, m *mesh.Mesh, reg *Registry, want func(toke
 		}
 		return nil
 	}, func(name string, err error) { reg.skip(&mu, name, err) })
-	if err != nil {
+	if err := cmp.Or(listErr, err); err != nil {
 		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool {

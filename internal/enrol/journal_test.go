@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/muster-tool/muster/internal/bundle"
 	"github.com/muster-tool/muster/internal/keys"
@@ -245,5 +246,59 @@ func TestTokenIssuedWhenTheJournalCannotBeWritten(t *testing.T) {
 	j := f.join("a", tok, tJoin)
 	if res, _ := f.admit(tAdmit); len(res.Admitted) != 1 || res.Admitted[0].NodeID != j.NodeID {
 		t.Errorf("admitted %+v, want web-1 from the spool's record", res.Admitted)
+	}
+}
+
+// enrol cancel by name and enrol list's unused tokens take the tokens the
+// journal names from it, as admit does, and open no token record; without
+// the journal they open the records in the spool and find the same tokens.
+func TestCancelAndUnusedTokensReadTheJournal(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for _, name := range []string{"web-1", "web-2", "db-1"} {
+		f.issue(IssueOptions{Name: name})
+	}
+	f.issue(IssueOptions{Name: "web-1", Now: t0.Add(time.Second)})
+	counter := &getCounter{Spool: f.m.Spool}
+	f.m.Spool = counter
+	opened := func() int {
+		n := 0
+		for _, name := range counter.take() {
+			if strings.HasPrefix(name, spool.EnrolTokenPrefix) {
+				n++
+			}
+		}
+		return n
+	}
+	unused := func() string {
+		t.Helper()
+		out, err := UnusedTokens(f.ctx, f.m, f.registry(), tJoin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, is := range out {
+			names = append(names, is.Name)
+		}
+		return strings.Join(names, " ")
+	}
+	const want = "db-1 web-1 web-1 web-2"
+	counter.take()
+	if got, n := unused(), opened(); got != want || n != 0 {
+		t.Errorf("unused tokens from the journal: %q, %d records opened; want %q and none", got, n, want)
+	}
+	res, err := Cancel(f.ctx, f.m, CancelOptions{Name: "web-1", Reason: "lost", Now: tJoin})
+	if err != nil || len(res.Cancelled) != 2 {
+		t.Fatalf("cancel web-1: %+v, %v; want its two tokens cancelled", res, err)
+	}
+	if n := opened(); n != 0 {
+		t.Errorf("cancel by name opened %d token records, want none", n)
+	}
+
+	if err := os.Remove(journalPath(f)); err != nil {
+		t.Fatal(err)
+	}
+	if got, n := unused(), opened(); got != "db-1 web-2" || n != 2 {
+		t.Errorf("unused tokens without the journal: %q, %d records opened; want \"db-1 web-2\" from their 2 records", got, n)
 	}
 }

@@ -491,21 +491,9 @@ func (id *Identity) trustedAt(t time.Time) bool {
 // the mesh directory, or before the journal was kept) is read from the
 // spool and opened, once.
 func (r *Registry) issued(ctx context.Context, m *mesh.Mesh, mu *sync.Mutex, tid string) (*Issued, error) {
-	mu.Lock()
-	if r.Issued == nil {
-		r.Issued = map[string]*Issued{}
-	}
-	if !r.journalRead {
-		if err := readTokensJournal(m, r.Issued); err != nil {
-			mu.Unlock()
-			return nil, err
-		}
-		r.journalRead = true
-	}
-	is, ok := r.Issued[tid]
-	mu.Unlock()
-	if ok {
-		return is, nil
+	is, ok, err := r.knownIssued(m, mu, tid)
+	if err != nil || ok {
+		return is, err
 	}
 	name := spool.TokenName(tid)
 	data, err := m.Spool.Get(ctx, name, 1<<20)
@@ -530,6 +518,25 @@ func (r *Registry) issued(ctx context.Context, m *mesh.Mesh, mu *sync.Mutex, tid
 	r.Issued[tid] = is
 	mu.Unlock()
 	return is, nil
+}
+
+// knownIssued returns the record of token tid as Issued holds it, with
+// the journal read into Issued the first time; ok is false when Issued
+// does not know tid yet.
+func (r *Registry) knownIssued(m *mesh.Mesh, mu *sync.Mutex, tid string) (is *Issued, ok bool, err error) {
+	mu.Lock()
+	defer mu.Unlock()
+	if r.Issued == nil {
+		r.Issued = map[string]*Issued{}
+	}
+	if !r.journalRead {
+		if err := readTokensJournal(m, r.Issued); err != nil {
+			return nil, false, err
+		}
+		r.journalRead = true
+	}
+	is, ok = r.Issued[tid]
+	return is, ok, nil
 }
 
 // readTokensJournal adds the tokens the mesh directory's journal names to
