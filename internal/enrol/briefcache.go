@@ -70,10 +70,7 @@ func writeBriefingsCache(path string, c *briefingsCache) error {
 
 func appendBriefingsCache(b []byte, c *briefingsCache) []byte {
 	e := &bincode.Encoder{B: b}
-	e.Int(briefingsCacheVersion)
-	e.Str(c.Spool)
-	e.Str(c.Mesh)
-	e.Uint(uint64(len(c.Briefings)))
+	appendCacheHeader(e, briefingsCacheVersion, c.Spool, c.Mesh, len(c.Briefings))
 	for name, cb := range c.Briefings {
 		br := cb.Briefing
 		e.Str(name)
@@ -104,11 +101,11 @@ const minBriefing = 8
 
 func decodeBriefingsCache(s string) (*briefingsCache, error) {
 	d := &bincode.Decoder{S: s}
-	if v := d.Int(); d.Err == nil && v != briefingsCacheVersion {
-		return nil, fmt.Errorf("in another format than this muster's (format %d)", briefingsCacheVersion)
+	forSpool, forMesh, n, err := readCacheHeader(d, briefingsCacheVersion, minBriefing)
+	if err != nil {
+		return nil, err
 	}
-	c := &briefingsCache{Spool: d.Str(), Mesh: d.Str()}
-	n := d.Count(minBriefing)
+	c := &briefingsCache{Spool: forSpool, Mesh: forMesh}
 	c.Briefings = make(map[string]cachedBriefing, n)
 	for range n {
 		name := d.Str()

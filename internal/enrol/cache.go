@@ -106,6 +106,26 @@ func readCacheFile[C any](path, magic, spool, mesh string, decode func(string) (
 	return c, nil
 }
 
+// appendCacheHeader writes what both caches of this package begin with:
+// the format version, the spool and mesh the cache was made for, and the
+// count of entries that follow.
+func appendCacheHeader(e *bincode.Encoder, version int64, spool, mesh string, n int) {
+	e.Int(version)
+	e.Str(spool)
+	e.Str(mesh)
+	e.Uint(uint64(n))
+}
+
+// readCacheHeader reads what appendCacheHeader wrote, each entry taking at
+// least least bytes, and refuses a cache in another format than version.
+func readCacheHeader(d *bincode.Decoder, version int64, least int) (spool, mesh string, n int, err error) {
+	if v := d.Int(); d.Err == nil && v != version {
+		return "", "", 0, fmt.Errorf("in another format than this muster's (format %d)", version)
+	}
+	spool, mesh = d.Str(), d.Str()
+	return spool, mesh, d.Count(least), nil
+}
+
 func writeRegistryCache(path string, c *registryCache) error {
 	if err := bincode.WriteFile(path, registryCacheMagic, func(b []byte) []byte { return appendRegistryCache(b, c) }); err != nil {
 		return fmt.Errorf("registry cache %s: %w", path, err)
@@ -131,10 +151,7 @@ const (
 
 func appendRegistryCache(b []byte, c *registryCache) []byte {
 	e := &bincode.Encoder{B: b}
-	e.Int(registryCacheVersion)
-	e.Str(c.Spool)
-	e.Str(c.Mesh)
-	e.Uint(uint64(len(c.Records)))
+	appendCacheHeader(e, registryCacheVersion, c.Spool, c.Mesh, len(c.Records))
 	for name, r := range c.Records {
 		e.Str(name)
 		e.Int(r.Size)
@@ -211,12 +228,12 @@ const (
 
 func decodeRegistryCache(s string) (*registryCache, error) {
 	d := &bincode.Decoder{S: s}
-	if v := d.Int(); d.Err == nil && v != registryCacheVersion {
-		return nil, fmt.Errorf("in another format than this muster's (format %d)", registryCacheVersion)
+	forSpool, forMesh, n, err := readCacheHeader(d, registryCacheVersion, minRecord)
+	if err != nil {
+		return nil, err
 	}
-	c := &registryCache{Spool: d.Str(), Mesh: d.Str()}
+	c := &registryCache{Spool: forSpool, Mesh: forMesh}
 	labels := labelSets{}
-	n := d.Count(minRecord)
 	c.Records = make(map[string]cachedRecord, n)
 	// The admissions in a few large arrays, not 100,000 allocations.
 	var adms hugepage.Slab[Admission]
