@@ -30,19 +30,7 @@ func TestBriefingsCacheCoversEveryField(t *testing.T) {
 		"brief/a/1": {Size: 812, Briefing: full},
 		"brief/b/2": {Size: -1, Briefing: bare},
 	}}
-	payload := appendBriefingsCache(nil, c)
-	got, err := decodeBriefingsCache(string(payload))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, c) {
-		t.Errorf("round trip differs:\n got %+v\nwant %+v", got.Briefings, c.Briefings)
-	}
-	for i := range len(payload) {
-		if _, err := decodeBriefingsCache(string(payload[:i])); err == nil {
-			t.Fatalf("a cache cut to %d of %d bytes decoded", i, len(payload))
-		}
-	}
+	roundTrip(t, c, appendBriefingsCache, decodeBriefingsCache)
 }
 
 // The story: the mesh opens each node's briefing once. Later commands open
