@@ -121,15 +121,7 @@ func TestBriefingsCache(t *testing.T) {
 	}
 	want = uncached(2)
 
-	// Damaged: one byte of the payload changed.
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data[len(data)-3] ^= 0x20
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	damageByte(t, path)
 	if got := briefings("damaged", 2, "checksum does not match"); !reflect.DeepEqual(got, want) {
 		t.Errorf("with a damaged cache:\n%+v\nwant:\n%+v", got, want)
 	}

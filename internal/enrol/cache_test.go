@@ -34,6 +34,19 @@ func TestRegistryCacheCoversEveryField(t *testing.T) {
 	roundTrip(t, c, appendRegistryCache, decodeRegistryCache)
 }
 
+// damageByte changes one byte of the payload of the cache at path.
+func damageByte(t *testing.T, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)-3] ^= 0x20
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // roundTrip checks that cache c decodes as it was encoded, and that the
 // encoding cut anywhere never decodes.
 func roundTrip[C any](t *testing.T, c *C, encode func([]byte, *C) []byte, decode func(string) (*C, error)) {
@@ -182,15 +195,7 @@ func TestRegistryCache(t *testing.T) {
 		t.Errorf("with the cache:\n%s\nwant:\n%s", got, want)
 	}
 
-	// Damaged: one byte of the payload changed.
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data[len(data)-3] ^= 0x20
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	damageByte(t, path)
 	if got := describe(load("damaged", records, "checksum does not match")); got != want {
 		t.Errorf("with a damaged cache:\n%s\nwant:\n%s", got, want)
 	}
