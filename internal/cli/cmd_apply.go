@@ -303,11 +303,11 @@ func printApply(w io.Writer, res *apply.Result, dryRun bool) {
 	printLines(w, rep.Lines)
 	switch {
 	case dryRun && res.Changed == 0 && res.Removed == 0 && res.Failed == 0:
-		fmt.Fprintf(w, "generation %d dry run: nothing would change, %d resources checked (nothing written)\n", res.Generation, res.Unchanged)
+		fmt.Fprintf(w, "generation %d dry run: nothing would change, %s checked (nothing written)\n", res.Generation, plural(res.Unchanged, "resource"))
 	case dryRun:
 		fmt.Fprintf(w, "generation %d dry run: %d would change, %d would be removed, %d unchanged, %d failed (nothing written)\n", res.Generation, res.Changed, res.Removed, res.Unchanged, res.Failed)
 	case res.Changed == 0 && res.Removed == 0 && res.Failed == 0:
-		fmt.Fprintf(w, "generation %d applied: no change, %d resources verified\n", res.Generation, res.Unchanged)
+		fmt.Fprintf(w, "generation %d applied: no change, %s verified\n", res.Generation, plural(res.Unchanged, "resource"))
 	default:
 		fmt.Fprintf(w, "generation %d applied: %d changed, %d removed, %d unchanged, %d failed\n", res.Generation, res.Changed, res.Removed, res.Unchanged, res.Failed)
 	}

@@ -298,10 +298,10 @@ func reportProblems(env *Env, problems []declaration.Problem) error {
 }
 
 func printDeclare(w io.Writer, r *declare.Result) {
-	wave, counts := "", fmt.Sprintf("%d nodes, %d ineligible, %d unmatched", len(r.Nodes), len(r.Ineligible), len(r.Unmatched))
+	wave, counts := "", fmt.Sprintf("%s, %d ineligible, %d unmatched", plural(len(r.Nodes), "node"), len(r.Ineligible), len(r.Unmatched))
 	if r.Wave != "" {
 		wave = " for wave " + r.Wave
-		counts = fmt.Sprintf("%d nodes, %d held, %d ineligible, %d unmatched", len(r.Nodes), len(r.Held), len(r.Ineligible), len(r.Unmatched))
+		counts = fmt.Sprintf("%s, %d held, %d ineligible, %d unmatched", plural(len(r.Nodes), "node"), len(r.Held), len(r.Ineligible), len(r.Unmatched))
 	}
 	switch {
 	case r.Unchanged:
@@ -353,7 +353,7 @@ func printDeclare(w io.Writer, r *declare.Result) {
 			}
 		}
 		if same > 0 {
-			fmt.Fprintf(w, "  %d nodes unchanged\n", same)
+			fmt.Fprintf(w, "  %s unchanged\n", plural(same, "node"))
 		}
 	}
 	for _, in := range r.Ineligible {
