@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestScripts(t *testing.T) {
-	testscript.Run(t, params(".", nil))
+	testscript.Run(t, params(t, ".", nil))
 }
 
 // TestScriptsS3 runs the scenarios in s3/ against a real S3 server on
@@ -34,7 +34,7 @@ func TestScripts(t *testing.T) {
 func TestScriptsS3(t *testing.T) {
 	srv := s3server.Start(t)
 	srv.SetEnv(t)
-	testscript.Run(t, params("s3", func(env *testscript.Env) error {
+	testscript.Run(t, params(t, "s3", func(env *testscript.Env) error {
 		env.Setenv("S3SPOOL", srv.BucketURL(srv.NewBucket(), "spool"))
 		for _, k := range s3server.EnvNames {
 			env.Setenv(k, os.Getenv(k))
@@ -43,9 +43,13 @@ func TestScriptsS3(t *testing.T) {
 	}))
 }
 
-func params(dir string, setup func(*testscript.Env) error) testscript.Params {
+func params(t *testing.T, dir string, setup func(*testscript.Env) error) testscript.Params {
 	return testscript.Params{
-		Dir:                 dir,
+		Dir: dir,
+		// The scripts' work directories go in the test's own: testscript
+		// removes the directory it makes only after the last script, and
+		// with -run choosing some scripts that never comes.
+		WorkdirRoot:         t.TempDir(),
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		// [root]: the script runs as root, as tools that chroot into
