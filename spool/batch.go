@@ -126,7 +126,7 @@ func (d *Dir) putMany(ctx context.Context, objs []Object) error {
 	}
 	dirs := map[string]bool{}
 	for _, p := range todo {
-		if err := d.place(p.tmp, p.target); err != nil {
+		if err := d.placeIn(p.name, p.tmp, p.target); err != nil {
 			if errors.Is(err, fs.ErrExist) {
 				if err := d.compare(p.name, p.target, p.data); err != nil {
 					return err

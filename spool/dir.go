@@ -109,7 +109,7 @@ func (d *Dir) Put(ctx context.Context, name string, data []byte) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("spool %s: put %s: %w", d, name, err)
 	}
-	if err := d.place(tmp, target); err != nil {
+	if err := d.placeIn(name, tmp, target); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			// Someone else won the race; it is only an error if
 			// they wrote different bytes.
@@ -125,6 +125,20 @@ func (d *Dir) Put(ctx context.Context, name string, data []byte) error {
 		return d.fail("put", name, err)
 	}
 	return nil
+}
+
+// placeIn is place for object name, making its directories again if they
+// went away since mkdirs made them: spool gc removes a directory it
+// emptied (RemoveEmptyDir).
+func (d *Dir) placeIn(name, tmp, target string) error {
+	err := d.place(tmp, target)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := d.mkdirs(name); err != nil {
+			return err
+		}
+		err = d.place(tmp, target)
+	}
+	return err
 }
 
 // place moves the complete temp file under the object's name, never
@@ -650,6 +664,38 @@ func (d *Dir) Temps(ctx context.Context, fn func(path string, age time.Duration)
 		if err := fn(filepath.Join(d.root, e.Name()), max(now.Sub(fi.ModTime()), 0)); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// RemoveEmptyDir removes the directory below the spool that prefix (a
+// name ending in "/") names, if it holds nothing: spool gc removes the
+// directories it empties, so that readers listing directories no longer
+// visit them. A directory that is not empty, or not there, is left as it
+// is. A Put into the directory at the same moment makes it again (see
+// placeIn).
+func (d *Dir) RemoveEmptyDir(ctx context.Context, prefix string) error {
+	name, ok := strings.CutSuffix(prefix, "/")
+	if !ok {
+		return fmt.Errorf("spool %s: remove directory %q: not a directory's name (it must end in /)", d, prefix)
+	}
+	if err := ValidName(name); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("spool %s: remove directory %s: %w", d, prefix, err)
+	}
+	dir := d.file(name)
+	err := syscall.Rmdir(dir)
+	switch {
+	case err == nil:
+	case errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EEXIST), errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return nil
+	default:
+		return d.fail("remove directory", prefix, &fs.PathError{Op: "rmdir", Path: dir, Err: err})
+	}
+	if err := atomicfile.SyncDir(filepath.Dir(dir)); err != nil {
+		return d.fail("remove directory", prefix, err)
 	}
 	return nil
 }

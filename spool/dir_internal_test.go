@@ -225,3 +225,64 @@ func TestListReadAhead(t *testing.T) {
 		t.Errorf("cancelled after 10 objects: %v after %d", err, n)
 	}
 }
+
+// TestRemoveEmptyDir: spool gc's removal of a directory it emptied leaves
+// a directory that holds anything, and a Put whose directory is removed
+// between making it and placing the object makes it again.
+func TestRemoveEmptyDir(t *testing.T) {
+	d := openTestDir(t)
+	ctx := t.Context()
+	const first, second = "enrol/join/0123/aaaa", "enrol/join/0123/bbbb"
+	for _, n := range []string{first, second} {
+		if err := d.Put(ctx, n, []byte(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(d.Path(), "enrol", "join", "0123")
+	if err := d.RemoveEmptyDir(ctx, "enrol/join/0123/"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "aaaa")); err != nil {
+		t.Fatalf("a directory holding objects was removed: %v", err)
+	}
+	if err := d.RemoveEmptyDir(ctx, first+"/"); err != nil {
+		t.Errorf("an object's name as a directory: %v, want it left alone", err)
+	}
+	if err := d.RemoveEmptyDir(ctx, "enrol/join/0123"); err == nil {
+		t.Error("a name not ending in / was taken for a directory")
+	}
+	for _, n := range []string{first, second} {
+		if err := d.Delete(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.RemoveEmptyDir(ctx, "enrol/join/0123/"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the emptied directory: %v, want it gone", err)
+	}
+	if err := d.RemoveEmptyDir(ctx, "enrol/join/0123/"); err != nil {
+		t.Errorf("a directory that is not there: %v", err)
+	}
+
+	// The race: mkdirs made the directory, gc removed it, then the
+	// object is placed.
+	if err := d.mkdirs(first); err != nil {
+		t.Fatal(err)
+	}
+	tmp, err := d.writeTemp(first, []byte("again"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(tmp)
+	if err := d.RemoveEmptyDir(ctx, "enrol/join/0123/"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.placeIn(first, tmp, d.file(first)); err != nil {
+		t.Fatalf("placing after the directory went: %v", err)
+	}
+	if got, err := d.Get(ctx, first, 100); err != nil || string(got) != "again" {
+		t.Errorf("read back %q, %v", got, err)
+	}
+}

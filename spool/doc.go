@@ -120,7 +120,9 @@
 // are valid segments, and nothing else: not temp files, rsync's partial
 // files, symlinks or anything a person left in the directory; Get and Stat
 // treat a symlink or other non-regular file as no object either. Delete leaves emptied directories in
-// place, because removing one could race with a Put about to link into it.
+// place; gc removes the ones it empties of join requests with
+// RemoveEmptyDir. A Put whose directory was removed between making it and
+// linking into it makes it again and links once more.
 //
 // Temps lists the temp files; gc removes those older than any Put could
 // take with RemoveTemp. A temp file left after the link step shares its

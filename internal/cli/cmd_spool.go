@@ -392,13 +392,7 @@ var gcMovedPast = func(env *Env, m *mesh.Mesh) (func(gen uint64) bool, error) {
 // whose reports it removes, each with the report that carries its node's
 // newest recovery copy, which stays. When the recovery copies cannot be
 // read, no report is removed.
-func gcRevoked(env *Env, m *mesh.Mesh) (map[string]gc.Revoked, error) {
-	reg, err := enrol.LoadRegistry(env.Ctx, m)
-	if err != nil {
-		return nil, err
-	}
-	env.Warn(reg.Warnings)
-	env.Warn(reg.Skipped)
+func gcRevoked(env *Env, m *mesh.Mesh, reg *enrol.Registry) (map[string]gc.Revoked, error) {
 	out := map[string]gc.Revoked{}
 	for _, n := range reg.Nodes {
 		for _, id := range append(slices.Clone(n.Past), n.Current) {
@@ -426,6 +420,20 @@ func gcRevoked(env *Env, m *mesh.Mesh) (map[string]gc.Revoked, error) {
 		}
 	}
 	return out, nil
+}
+
+// gcDecided tells spool gc how the registry says each join request was
+// decided.
+func gcDecided(reg *enrol.Registry) func(tokenID, hostFP string) (string, bool) {
+	return func(tokenID, hostFP string) (string, bool) {
+		switch a, rf := reg.JoinDecision(tokenID, hostFP); {
+		case a != nil:
+			return fmt.Sprintf("admitted as %s at %s; the admission stays", a.Name, a.AdmittedAt.UTC().Format(time.RFC3339)), true
+		case rf != nil:
+			return fmt.Sprintf("refused at %s: %s; the refusal stays", rf.RefusedAt.UTC().Format(time.RFC3339), rf.Reason), true
+		}
+		return "", false
+	}
 }
 
 // spoolGCOptions are the flags of muster spool gc.
@@ -458,10 +466,14 @@ func cmdSpoolGC() *Command {
   - with the mesh (--mesh or MUSTER_MESH), the reports and briefings of
     revoked identities, which report refuses for good, except the newest
     report that carries a node's recovery copy, which a host joining again
-    under the name still needs.
+    under the name still needs;
+  - with the mesh, the join requests it has admitted or refused: the
+    admission or refusal stays and is all that is read of the request from
+    then on. Each command that admits lists the join requests, so on an
+    object store this saves a request per 1,000 hosts ever enrolled.
 
-Commits, enrolment records and the other reports and briefings are never
-removed. Prints one line per object removed ("would remove" with
+Commits, the other enrolment records, and the other reports and briefings
+are never removed. Prints one line per object removed ("would remove" with
 --dry-run), with the rule and why.`,
 		Examples: `muster spool gc --dry-run
 muster spool gc --mesh ~/.config/muster/mesh --keep 10
@@ -492,9 +504,16 @@ func runSpoolGC(env *Env, o spoolGCOptions, args []string) error {
 			return err
 		}
 		sp, opts.MeshKey = m.Spool, m.Pair.Sign.Public().(ed25519.PublicKey)
-		if opts.Revoked, err = gcRevoked(env, m); err != nil {
+		reg, err := enrol.LoadRegistry(env.Ctx, m)
+		if err != nil {
 			return err
 		}
+		env.Warn(reg.Warnings)
+		env.Warn(reg.Skipped)
+		if opts.Revoked, err = gcRevoked(env, m, reg); err != nil {
+			return err
+		}
+		opts.DecidedJoins = gcDecided(reg)
 		if o.Keep == 0 {
 			break
 		}

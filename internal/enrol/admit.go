@@ -136,10 +136,8 @@ func Pending(ctx context.Context, m *mesh.Mesh, reg *Registry) (int, error) {
 func pendingByToken(ctx context.Context, m *mesh.Mesh, reg *Registry) (map[string][]string, error) {
 	byToken := map[string][]string{}
 	decided := func(tid, fp string) bool {
-		if a := reg.Admitted[tid]; a != nil && a.NodeID == fp {
-			return true
-		}
-		return reg.Refused[tid+"/"+fp] != nil
+		a, rf := reg.JoinDecision(tid, fp)
+		return a != nil || rf != nil
 	}
 	tokenOf := func(dir string) string { return dir[len(spool.EnrolJoinPrefix) : len(dir)-1] }
 	listed := make(map[string]joinDir, len(reg.joinDirs))
@@ -328,6 +326,11 @@ func decodePending(ctx context.Context, m *mesh.Mesh, reg *Registry, byToken map
 		for _, fp := range byToken[tid] {
 			p := &pendingJoin{tokenID: tid, hostFP: fp}
 			data, err := m.Spool.Get(ctx, spool.JoinName(tid, fp), 1<<20)
+			if errors.Is(err, spool.ErrNotFound) {
+				// Decided by another admit since it was listed, and
+				// removed by spool gc: nothing left to decide.
+				continue
+			}
 			if err != nil {
 				return err
 			}

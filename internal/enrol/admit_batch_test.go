@@ -25,7 +25,16 @@ import (
 type racingDir struct {
 	*spool.Dir
 	beforeJoins func()
-	puts        atomic.Int32
+	// beforeGet, if set, runs before each object is read.
+	beforeGet func(name string)
+	puts      atomic.Int32
+}
+
+func (d *racingDir) Get(ctx context.Context, name string, max int64) ([]byte, error) {
+	if d.beforeGet != nil {
+		d.beforeGet(name)
+	}
+	return d.Dir.Get(ctx, name, max)
 }
 
 func (d *racingDir) List(ctx context.Context, prefix string, fn func(spool.Info) error) error {
@@ -77,6 +86,37 @@ func (f *fixture) admitElsewhere(sp *spool.Dir, req *JoinRequest, fp string, at 
 	}
 	if err := sp.Put(f.ctx, spool.AdmitName(req.TokenID), data); err != nil {
 		f.t.Fatal(err)
+	}
+}
+
+// Another admit decides a request after this one listed it as pending,
+// and spool gc removes the decided request before this admit reads it:
+// this admit has nothing left to decide for it, and decides the rest.
+func TestAdmitSkipsARequestGoneAfterListing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	pendingJoins(t, f, otherJoins)
+	tok := f.issue(IssueOptions{Name: "web-1"})
+	fp, req := f.joinWith(tok, "web-1", tok, tJoin)
+	sp := f.race()
+	var once sync.Once
+	sp.beforeGet = func(name string) {
+		if name != spool.JoinName(tok.ID(), fp) {
+			return
+		}
+		once.Do(func() {
+			f.admitElsewhere(sp.Dir, req, fp, tJoin.Add(time.Minute))
+			if err := sp.Dir.Delete(f.ctx, name); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	res, reg := f.admit(tAdmit)
+	if len(res.Admitted) != otherJoins || len(res.Refused) != 0 {
+		t.Fatalf("admitted %d, refused %+v; want the %d others admitted and none refused", len(res.Admitted), res.Refused, otherJoins)
+	}
+	if id := reg.Identities[fp]; id == nil || id.Name != "web-1" {
+		t.Errorf("identity %s: %+v, want web-1 as the other admit admitted it", fp, id)
 	}
 }
 

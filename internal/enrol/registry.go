@@ -162,6 +162,17 @@ func (r *Registry) skip(mu *sync.Mutex, name string, err error) {
 	}
 }
 
+// JoinDecision returns what decided the join request host hostFP made
+// with token tokenID: the admission of that host, or the refusal of that
+// request. Both are nil while the request is pending. A decided request
+// is never decided again, so no reader needs it any more.
+func (r *Registry) JoinDecision(tokenID, hostFP string) (*Admission, *Refusal) {
+	if a := r.Admitted[tokenID]; a != nil && a.NodeID == hostFP {
+		return a, nil
+	}
+	return nil, r.Refused[tokenID+"/"+hostFP]
+}
+
 // Active returns the trusted current identities, sorted by name.
 func (r *Registry) Active() []*Identity {
 	var out []*Identity

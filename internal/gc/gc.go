@@ -18,7 +18,13 @@
 //   - with Revoked, the reports and briefings of revoked identities: they
 //     are refused for good and no reader counts them, except the report
 //     that carries its node's newest recovery copy, which a host
-//     re-joining under the name still needs.
+//     re-joining under the name still needs;
+//   - with DecidedJoins, the join requests the mesh has decided: the
+//     admission or refusal that decided one stays for good and is all a
+//     reader looks at (admit lists requests only to find undecided ones,
+//     and a host looks for its request only when no decision names it).
+//     On a directory spool the token's directory goes too once it is
+//     empty, so readers that list directories no longer visit it.
 //
 // Other reports, briefings and enrolment records stay.
 //
@@ -54,6 +60,7 @@ const (
 	RuleLostRun    = "lost-run"
 	RuleSuperseded = "superseded"
 	RuleRevoked    = "revoked"
+	RuleDecided    = "decided-join"
 )
 
 // Options says what gc may remove.
@@ -78,6 +85,11 @@ type Options struct {
 	// mesh no longer trusts, by node id. Only the mesh can tell, as
 	// revocations are sealed to it.
 	Revoked map[string]Revoked
+	// DecidedJoins, if not nil, turns on the decided-join rule: it says
+	// how the join request host hostFP made with token tokenID was
+	// decided, or false while the request is pending. Only the mesh can
+	// tell, as decisions are sealed to it.
+	DecidedJoins func(tokenID, hostFP string) (detail string, decided bool)
 }
 
 // Revoked is an identity the mesh no longer trusts, for the revoked rule.
@@ -150,7 +162,14 @@ func Run(ctx context.Context, sp spool.Spool, opts Options) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	for _, r := range slices.Concat(lost, sup, rev) {
+	var joins []Removal
+	var emptied []string
+	if opts.DecidedJoins != nil {
+		if joins, emptied, err = DecidedJoins(ctx, sp, opts.DecidedJoins); err != nil {
+			return res, err
+		}
+	}
+	for _, r := range slices.Concat(lost, sup, rev, joins) {
 		if !opts.DryRun {
 			if err := sp.Delete(ctx, r.Object); err != nil {
 				return res, err
@@ -158,7 +177,50 @@ func Run(ctx context.Context, sp spool.Spool, opts Options) (Result, error) {
 		}
 		res.Removed = append(res.Removed, r)
 	}
+	if d, ok := sp.(*spool.Dir); ok && !opts.DryRun {
+		for _, dir := range emptied {
+			if err := d.RemoveEmptyDir(ctx, dir); err != nil {
+				return res, err
+			}
+		}
+	}
 	return res, nil
+}
+
+// DecidedJoins selects the join requests (enrol/join/<token id>/<host>)
+// that decided says are decided. It also returns the directories of the
+// tokens whose every request it selected.
+func DecidedJoins(ctx context.Context, sp spool.Spool, decided func(tokenID, hostFP string) (string, bool)) ([]Removal, []string, error) {
+	var out []Removal
+	var emptied []string
+	dir, all := "", true
+	flush := func() {
+		if dir != "" && all {
+			emptied = append(emptied, dir)
+		}
+	}
+	err := sp.List(ctx, spool.EnrolJoinPrefix, func(i spool.Info) error {
+		tid, fp, ok := strings.Cut(strings.TrimPrefix(i.Name, spool.EnrolJoinPrefix), "/")
+		if !ok || tid == "" || fp == "" || strings.Contains(fp, "/") {
+			return nil // not a join request: spool verify reports it
+		}
+		if d := spool.EnrolJoinPrefix + tid + "/"; d != dir {
+			flush()
+			dir, all = d, true
+		}
+		detail, ok := decided(tid, fp)
+		if !ok {
+			all = false
+			return nil
+		}
+		out = append(out, Removal{Object: i.Name, Rule: RuleDecided, Detail: detail})
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	flush()
+	return out, emptied, nil
 }
 
 func removeTemps(ctx context.Context, d *spool.Dir, opts Options, res *Result) error {

@@ -304,3 +304,86 @@ func TestRevokedObjects(t *testing.T) {
 		}
 	}
 }
+
+// TestDecidedJoins: the join requests decided says are decided go, the
+// pending ones stay, and without DecidedJoins none goes. On a directory
+// spool the directory of a token whose requests all went goes too, and a
+// join request put there again afterwards (a host joining once more with
+// a spent token) finds its directory made again.
+func TestDecidedJoins(t *testing.T) {
+	for _, backend := range []string{"dir", "s3"} {
+		t.Run(backend, func(t *testing.T) {
+			location := ""
+			if backend == "s3" {
+				srv := s3server.Start(t)
+				srv.SetEnv(t)
+				location = srv.URL("gc")
+			}
+			f := newFixture(t, location)
+			const tokA, tokB = "0123456789abcdef0123456789abcdef", "11111111111111111111111111111111"
+			const host1, host2, host3 = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "cccccccccccccccccccccccccccccccc"
+			admitted, refused := spool.JoinName(tokA, host1), spool.JoinName(tokA, host2)
+			pending, alone := spool.JoinName(tokA, host3), spool.JoinName(tokB, host3)
+			for _, n := range []string{admitted, refused, alone, pending} {
+				if err := f.sp.Put(t.Context(), n, []byte("join "+n)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			decided := func(tid, fp string) (string, bool) {
+				switch tid + "/" + fp {
+				case tokA + "/" + host1, tokB + "/" + host3:
+					return "admitted as web-1", true
+				case tokA + "/" + host2:
+					return "refused: the token was used", true
+				}
+				return "", false
+			}
+			if res, err := gc.Run(t.Context(), f.sp, gc.Options{}); err != nil || len(removed(res.Removed, gc.RuleDecided)) != 0 {
+				t.Fatalf("without DecidedJoins: %v, %v", res.Removed, err)
+			}
+			want := []string{admitted, refused, alone}
+			slices.Sort(want)
+			res, err := gc.Run(t.Context(), f.sp, gc.Options{DecidedJoins: decided, DryRun: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := removed(res.Removed, gc.RuleDecided); !slices.Equal(got, want) {
+				t.Errorf("dry run selected %v, want %v", got, want)
+			}
+			for _, r := range res.Removed {
+				if r.Object == refused && r.Detail != "refused: the token was used" {
+					t.Errorf("detail %q is not the decision's", r.Detail)
+				}
+			}
+			for _, n := range want {
+				if !f.present(n) {
+					t.Errorf("dry run removed %s", n)
+				}
+			}
+			if _, err := gc.Run(t.Context(), f.sp, gc.Options{DecidedJoins: decided}); err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range want {
+				if f.present(n) {
+					t.Errorf("%s is still there", n)
+				}
+			}
+			if !f.present(pending) {
+				t.Errorf("the pending request %s went", pending)
+			}
+			if f.dir == nil {
+				return
+			}
+			dirOf := func(tid string) string { return filepath.Join(f.dir.Path(), "enrol", "join", tid) }
+			if _, err := os.Stat(dirOf(tokB)); !os.IsNotExist(err) {
+				t.Errorf("the emptied directory of token %s: %v, want it gone", tokB, err)
+			}
+			if _, err := os.Stat(dirOf(tokA)); err != nil {
+				t.Errorf("the directory of token %s, which holds a pending request: %v, want it kept", tokA, err)
+			}
+			if err := f.sp.Put(t.Context(), alone, []byte("join again")); err != nil {
+				t.Errorf("a join request put again after gc: %v", err)
+			}
+		})
+	}
+}
