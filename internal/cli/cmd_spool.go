@@ -392,7 +392,7 @@ var gcMovedPast = func(env *Env, m *mesh.Mesh) (func(gen uint64) bool, error) {
 // whose reports it removes, each with the report that carries its node's
 // newest recovery copy, which stays. When the recovery copies cannot be
 // read, no report is removed.
-func gcRevoked(env *Env, m *mesh.Mesh, reg *enrol.Registry) (map[string]gc.Revoked, error) {
+func gcRevoked(env *Env, reg *enrol.Registry, st *fleet.State) (map[string]gc.Revoked, error) {
 	out := map[string]gc.Revoked{}
 	for _, n := range reg.Nodes {
 		for _, id := range append(slices.Clone(n.Past), n.Current) {
@@ -403,10 +403,6 @@ func gcRevoked(env *Env, m *mesh.Mesh, reg *enrol.Registry) (map[string]gc.Revok
 	}
 	if len(out) == 0 {
 		return nil, nil
-	}
-	st, err := fleet.Load(env.Ctx, m, reg, fleet.Options{CacheDir: filepath.Join(m.Dir, "cache")})
-	if err != nil {
-		return nil, err
 	}
 	copies, err := st.RecoveryCopies()
 	if err != nil {
@@ -470,7 +466,14 @@ func cmdSpoolGC() *Command {
   - with the mesh, the join requests it has admitted or refused: the
     admission or refusal stays and is all that is read of the request from
     then on. Each command that admits lists the join requests, so on an
-    object store this saves a request per 1,000 hosts ever enrolled.
+    object store this saves a request per 1,000 hosts ever enrolled;
+  - with the mesh, a host's older reports of a generation that a newer
+    report of that generation replaces in everything report shows: not
+    the newest that verified, not the first that passed (the rollout's
+    apply time), not one that ended later (last contact), and never one
+    that did not verify or is of another history. A host reports on every
+    run that finds something new and once per contact interval besides,
+    and report and declare list every report on each run.
 
 Commits, the other enrolment records, and the other reports and briefings
 are never removed. Prints one line per object removed ("would remove" with
@@ -510,10 +513,17 @@ func runSpoolGC(env *Env, o spoolGCOptions, args []string) error {
 		}
 		env.Warn(reg.Warnings)
 		env.Warn(reg.Skipped)
-		if opts.Revoked, err = gcRevoked(env, m, reg); err != nil {
+		st, err := fleet.Load(env.Ctx, m, reg, fleet.Options{CacheDir: filepath.Join(m.Dir, "cache")})
+		if err != nil {
+			return err
+		}
+		if opts.Revoked, err = gcRevoked(env, reg, st); err != nil {
 			return err
 		}
 		opts.DecidedJoins = gcDecided(reg)
+		for _, r := range st.SupersededReports() {
+			opts.SupersededReports = append(opts.SupersededReports, gc.SupersededReport{Object: r.Object, By: r.By})
+		}
 		if o.Keep == 0 {
 			break
 		}

@@ -65,11 +65,7 @@ func (s *State) Rollouts(ctx context.Context, upTo uint64, last int, sel Selecti
 			// classify found a counted passing report, so there is a
 			// first one.
 			f := firstPassed(s.cache.Nodes[ns.NodeID].Reports, gen, b, s.cache.Commits)
-			at := f.End
-			if at == 0 {
-				at = f.Start
-			}
-			r.AppliedAfter = append(r.AppliedAfter, fromUnixNano(at).Sub(c.DeclaredAt))
+			r.AppliedAfter = append(r.AppliedAfter, fromUnixNano(f.ended()).Sub(c.DeclaredAt))
 		}
 		sort.Slice(r.AppliedAfter, func(i, j int) bool { return r.AppliedAfter[i] < r.AppliedAfter[j] })
 		out = append(out, r)

@@ -578,6 +578,14 @@ func lastApplied(fs []reportFact, b uint64, commits map[uint64]commitFact) uint6
 	return 0
 }
 
+// ended is when the report's run ended, or began if it did not say.
+func (f *reportFact) ended() int64 {
+	if f.End == 0 {
+		return f.Start
+	}
+	return f.End
+}
+
 // lastContact is the time of the newest usable report or briefing.
 func lastContact(fs []reportFact, brief *briefFact, b uint64) time.Time {
 	var t int64
@@ -586,11 +594,7 @@ func lastContact(fs []reportFact, brief *briefFact, b uint64) time.Time {
 		if !usable(f, b) {
 			continue
 		}
-		at := f.End
-		if at == 0 {
-			at = f.Start
-		}
-		t = max(t, at)
+		t = max(t, f.ended())
 	}
 	if brief != nil {
 		t = max(t, brief.Time)

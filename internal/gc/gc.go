@@ -24,7 +24,11 @@
 //     reader looks at (admit lists requests only to find undecided ones,
 //     and a host looks for its request only when no decision names it).
 //     On a directory spool the token's directory goes too once it is
-//     empty, so readers that list directories no longer visit it.
+//     empty, so readers that list directories no longer visit it;
+//   - with SupersededReports, older reports of a host's generation that a
+//     newer one of the same generation replaces in every answer report
+//     gives (fleet.State.SupersededReports says which): most of a fleet's
+//     reports are the runs a timer makes on the generation it is on.
 //
 // Other reports, briefings and enrolment records stay.
 //
@@ -61,6 +65,7 @@ const (
 	RuleSuperseded = "superseded"
 	RuleRevoked    = "revoked"
 	RuleDecided    = "decided-join"
+	RuleReport     = "superseded-report"
 )
 
 // Options says what gc may remove.
@@ -90,6 +95,16 @@ type Options struct {
 	// decided, or false while the request is pending. Only the mesh can
 	// tell, as decisions are sealed to it.
 	DecidedJoins func(tokenID, hostFP string) (detail string, decided bool)
+	// SupersededReports turns on the superseded-report rule for these
+	// reports. Only the mesh can tell which they are, as reports are
+	// sealed to it.
+	SupersededReports []SupersededReport
+}
+
+// SupersededReport is a report no answer of report depends on, and the
+// newer report of its generation counted in its place.
+type SupersededReport struct {
+	Object, By string
 }
 
 // Revoked is an identity the mesh no longer trusts, for the revoked rule.
@@ -169,7 +184,12 @@ func Run(ctx context.Context, sp spool.Spool, opts Options) (Result, error) {
 			return res, err
 		}
 	}
-	for _, r := range slices.Concat(lost, sup, rev, joins) {
+	var reports []Removal
+	for _, r := range opts.SupersededReports {
+		reports = append(reports, Removal{Object: r.Object, Rule: RuleReport,
+			Detail: fmt.Sprintf("%s, a newer run of the same generation, is the one counted", r.By)})
+	}
+	for _, r := range slices.Concat(lost, sup, rev, joins, reports) {
 		if !opts.DryRun {
 			if err := sp.Delete(ctx, r.Object); err != nil {
 				return res, err

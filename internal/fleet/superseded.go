@@ -1,0 +1,68 @@
+package fleet
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/muster-tool/muster/spool"
+)
+
+// SupersededReport is a report no view uses any more, and the report
+// counted in its place.
+type SupersededReport struct {
+	Object string // the report's name
+	By     string // the newer report of its generation that is counted
+}
+
+// SupersededReports returns the reports of the trusted identities that
+// nothing this state answers depends on, so that spool gc can remove them:
+// a host sends a report on every run that finds something new and once per
+// contact interval besides, so most of a fleet's reports are older runs of
+// the generation each host is on.
+//
+// Of each identity's reports of one generation, the newest that verified
+// and is of the spool's commit is the one counted: the node's status on
+// that generation, its last applied generation and its recovery copy
+// come from it or from newer reports. An older report of that generation
+// is superseded by it when it too verified and is of the spool's commit,
+// ended no later than the counted one (last contact is the newest end),
+// is not the first that passed (a rollout's apply time) and does not hold
+// the recovery copy. Reports that did not verify, are misfiled or are of
+// another history stay, for report to show; so do those of revoked
+// identities, which spool gc removes by a rule of their own.
+func (s *State) SupersededReports() []SupersededReport {
+	b := s.Newest()
+	var out []SupersededReport
+	for nodeID, nf := range s.cache.Nodes {
+		if id := s.reg.Identities[nodeID]; id == nil || id.Revoked() {
+			continue
+		}
+		fs := nf.Reports
+		for end := len(fs); end > 0; {
+			gen, start := fs[end-1].Gen, end-1
+			for start > 0 && fs[start-1].Gen == gen {
+				start--
+			}
+			group := fs[start:end]
+			end = start
+			counted := newestCounted(fs, gen, b, s.cache.Commits)
+			if counted == nil || len(group) < 2 {
+				continue
+			}
+			first := firstPassed(fs, gen, b, s.cache.Commits)
+			by := spool.ReportName(nodeID, counted.Gen, counted.Seq)
+			for i := range group {
+				f := &group[i]
+				switch {
+				case f == counted || f == first || f.Seq > counted.Seq:
+				case !usable(f, b) || forked(f, s.cache.Commits) || f.ended() > counted.ended():
+				case nf.Ledger != nil && nf.Ledger.Gen == f.Gen && nf.Ledger.Seq == f.Seq:
+				default:
+					out = append(out, SupersededReport{Object: spool.ReportName(nodeID, f.Gen, f.Seq), By: by})
+				}
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b SupersededReport) int { return strings.Compare(a.Object, b.Object) })
+	return out
+}
