@@ -424,12 +424,21 @@ func gcDecided(reg *enrol.Registry) func(tokenID, hostFP string) (string, bool) 
 	return func(tokenID, hostFP string) (string, bool) {
 		switch a, rf := reg.JoinDecision(tokenID, hostFP); {
 		case a != nil:
-			return fmt.Sprintf("admitted as %s at %s; the admission stays", a.Name, a.AdmittedAt.UTC().Format(time.RFC3339)), true
+			return fmt.Sprintf("admitted as %s%s; the admission stays", a.Name, recordedAt(a.AdmittedAt)), true
 		case rf != nil:
-			return fmt.Sprintf("refused at %s: %s; the refusal stays", rf.RefusedAt.UTC().Format(time.RFC3339), rf.Reason), true
+			return fmt.Sprintf("refused%s: %s; the refusal stays", recordedAt(rf.RefusedAt), rf.Reason), true
 		}
 		return "", false
 	}
+}
+
+// recordedAt is " at T" for a time a record holds, or "" for one it does not
+// (records older muster wrote).
+func recordedAt(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return " at " + t.UTC().Format(time.RFC3339)
 }
 
 // spoolGCOptions are the flags of muster spool gc.
