@@ -489,7 +489,8 @@ are never removed. Prints one line per object removed ("would remove" with
 --dry-run), with the rule and why.`,
 		Examples: `muster spool gc --dry-run
 muster spool gc --mesh ~/.config/muster/mesh --keep 10
-# also retire the reports of decommissioned and re-enrolled hosts
+# on the mesh, daily: also decided join requests, superseded reports and
+# the reports of decommissioned and re-enrolled hosts
 MUSTER_MESH=~/.config/muster/mesh muster spool gc`,
 		Global: []string{"spool", "mesh"},
 		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
