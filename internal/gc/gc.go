@@ -51,12 +51,16 @@ import (
 	"github.com/muster-tool/muster/internal/fault"
 	"github.com/muster-tool/muster/internal/generation"
 	"github.com/muster-tool/muster/internal/mesh"
+	"github.com/muster-tool/muster/internal/workpool"
 	"github.com/muster-tool/muster/spool"
 )
 
 // MinAge is how old a temp file or a lost run's object must be before gc
 // removes it.
 const MinAge = time.Hour
+
+// deleters is how many objects gc removes at once.
+const deleters = 32
 
 // Rules, as they appear in a Removal.
 const (
@@ -189,15 +193,31 @@ func Run(ctx context.Context, sp spool.Spool, opts Options) (Result, error) {
 		reports = append(reports, Removal{Object: r.Object, Rule: RuleReport,
 			Detail: fmt.Sprintf("%s, a newer run of the same generation, is the one counted", r.By)})
 	}
-	for _, r := range slices.Concat(lost, sup, rev, joins, reports) {
-		if !opts.DryRun {
-			if err := sp.Delete(ctx, r.Object); err != nil {
-				return res, err
-			}
-		}
-		res.Removed = append(res.Removed, r)
+	all := slices.Concat(lost, sup, rev, joins, reports)
+	if opts.DryRun {
+		res.Removed = append(res.Removed, all...)
+		return res, nil
 	}
-	if d, ok := sp.(*spool.Dir); ok && !opts.DryRun {
+	// Removals are independent, and each waits on the store (a round trip
+	// to an object store, a synced directory on a disk): a first gc of a
+	// large fleet removes a hundred thousand objects.
+	done := make([]bool, len(all))
+	err = workpool.Run(ctx, len(all), deleters, func(i int) error {
+		if err := sp.Delete(ctx, all[i].Object); err != nil {
+			return err
+		}
+		done[i] = true
+		return nil
+	})
+	for i, r := range all {
+		if done[i] {
+			res.Removed = append(res.Removed, r)
+		}
+	}
+	if err != nil {
+		return res, err
+	}
+	if d, ok := sp.(*spool.Dir); ok {
 		for _, dir := range emptied {
 			if err := d.RemoveEmptyDir(ctx, dir); err != nil {
 				return res, err

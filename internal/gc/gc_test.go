@@ -3,6 +3,8 @@ package gc_test
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -385,5 +387,50 @@ func TestDecidedJoins(t *testing.T) {
 				t.Errorf("a join request put again after gc: %v", err)
 			}
 		})
+	}
+}
+
+// failingDelete is a spool whose Delete of one object fails.
+type failingDelete struct {
+	spool.Spool
+	fail string
+}
+
+func (s failingDelete) Delete(ctx context.Context, name string) error {
+	if name == s.fail {
+		return errors.New("the store said no")
+	}
+	return s.Spool.Delete(ctx, name)
+}
+
+// A removal that fails stops gc with its error, and what gc says it
+// removed is exactly what is gone: the objects are removed many at once.
+func TestRemovalFails(t *testing.T) {
+	f := newFixture(t, "")
+	var names []string
+	for i := range 100 {
+		name := spool.JoinName("0123456789abcdef0123456789abcdef", fmt.Sprintf("%032x", i))
+		if err := f.sp.Put(t.Context(), name, []byte("join")); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	decided := func(string, string) (string, bool) { return "admitted", true }
+	sp := failingDelete{Spool: f.sp, fail: names[50]}
+	res, err := gc.Run(t.Context(), sp, gc.Options{DecidedJoins: decided})
+	if err == nil || !strings.Contains(err.Error(), "the store said no") {
+		t.Fatalf("gc with a failing removal: %v", err)
+	}
+	said := map[string]bool{}
+	for _, r := range res.Removed {
+		said[r.Object] = true
+	}
+	if said[names[50]] {
+		t.Errorf("gc says it removed %s, whose removal failed", names[50])
+	}
+	for _, n := range names {
+		if said[n] == f.present(n) {
+			t.Errorf("%s: said removed %v, still there %v", n, said[n], f.present(n))
+		}
 	}
 }
