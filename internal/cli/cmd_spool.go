@@ -482,7 +482,9 @@ func cmdSpoolGC() *Command {
     apply time), not one that ended later (last contact), and never one
     that did not verify or is of another history. A host reports on every
     run that finds something new and once per contact interval besides,
-    and report and declare list every report on each run.
+    and report and declare list every report on each run;
+  - with the mesh, a node's briefings older than its newest, when that one
+    verified: only the newest that verifies is read.
 
 Commits, the other enrolment records, and the other reports and briefings
 are never removed. Prints one line per object removed ("would remove" with
@@ -490,7 +492,7 @@ are never removed. Prints one line per object removed ("would remove" with
 		Examples: `muster spool gc --dry-run
 muster spool gc --mesh ~/.config/muster/mesh --keep 10
 # on the mesh, daily: also decided join requests, superseded reports and
-# the reports of decommissioned and re-enrolled hosts
+# briefings, and the reports of decommissioned and re-enrolled hosts
 MUSTER_MESH=~/.config/muster/mesh muster spool gc`,
 		Global: []string{"spool", "mesh"},
 		Exits:  []int{ExitFailure, ExitUsage, ExitRefused, ExitTemporary},
@@ -532,7 +534,15 @@ func runSpoolGC(env *Env, o spoolGCOptions, args []string) error {
 		}
 		opts.DecidedJoins = gcDecided(reg)
 		for _, r := range st.SupersededReports() {
-			opts.SupersededReports = append(opts.SupersededReports, gc.SupersededReport{Object: r.Object, By: r.By})
+			opts.SupersededReports = append(opts.SupersededReports, gc.Replaced{Object: r.Object, By: r.By})
+		}
+		_, refused, err := reg.Briefings(env.Ctx, m)
+		if err != nil {
+			return err
+		}
+		env.Warn(refused)
+		for _, b := range reg.SupersededBriefings() {
+			opts.SupersededBriefings = append(opts.SupersededBriefings, gc.Replaced{Object: b.Object, By: b.By})
 		}
 		if o.Keep == 0 {
 			break

@@ -70,6 +70,9 @@ type Registry struct {
 	// trusted. A token whose record is junk counts as never issued.
 	Skipped []string
 
+	// supersededBriefings are what the last Briefings found no reader
+	// needs (SupersededBriefings).
+	supersededBriefings []Superseded
 	// revocations are the revocation records read, by node id.
 	revocations map[string]*Revocation
 	// labelChanges are the label changes read, by node id, and by name
@@ -734,6 +737,18 @@ func (r *Registry) briefings(ctx context.Context, m *mesh.Mesh, only string) (ma
 		mu.Unlock()
 		return nil
 	})
+	if err == nil && only == "" {
+		r.supersededBriefings = r.supersededBriefings[:0]
+		for _, node := range todo {
+			names := all[node]
+			newest := names[len(names)-1]
+			if _, ok := kept[newest]; ok {
+				for _, name := range names[:len(names)-1] {
+					r.supersededBriefings = append(r.supersededBriefings, Superseded{Object: name, By: newest})
+				}
+			}
+		}
+	}
 	if err == nil && only == "" && (opened > 0 || len(kept) != len(cache.Briefings)) {
 		c := &briefingsCache{Spool: m.Spool.String(), Mesh: m.Public().Fingerprint(), Briefings: kept}
 		if werr := writeBriefingsCache(cachePath, c); werr != nil {
@@ -742,6 +757,24 @@ func (r *Registry) briefings(ctx context.Context, m *mesh.Mesh, only string) (ma
 	}
 	sort.Strings(refused)
 	return out, refused, err
+}
+
+// Superseded is an object no reader needs any more, and the newer one
+// read in its place.
+type Superseded struct {
+	Object, By string
+}
+
+// SupersededBriefings returns the briefings of trusted identities older
+// than their node's newest, where that one verified, as the last call of
+// Briefings found them, in name order: a node's newest briefing that
+// verifies is the only one read (here, and by report, which reads the
+// newest), so no reader needs the older ones. A node whose newest briefing
+// does not verify keeps all of its.
+func (r *Registry) SupersededBriefings() []Superseded {
+	out := slices.Clone(r.supersededBriefings)
+	slices.SortFunc(out, func(a, b Superseded) int { return strings.Compare(a.Object, b.Object) })
+	return out
 }
 
 // OpenBriefing reads and verifies one briefing against its identity.

@@ -4,15 +4,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/muster-tool/muster/internal/enrol"
 	"github.com/muster-tool/muster/spool"
 )
-
-// SupersededReport is a report no view uses any more, and the report
-// counted in its place.
-type SupersededReport struct {
-	Object string // the report's name
-	By     string // the newer report of its generation that is counted
-}
 
 // SupersededReports returns the reports of the trusted identities that
 // nothing this state answers depends on, so that spool gc can remove them:
@@ -30,9 +24,9 @@ type SupersededReport struct {
 // the recovery copy. Reports that did not verify, are misfiled or are of
 // another history stay, for report to show; so do those of revoked
 // identities, which spool gc removes by a rule of their own.
-func (s *State) SupersededReports() []SupersededReport {
+func (s *State) SupersededReports() []enrol.Superseded {
 	b := s.Newest()
-	var out []SupersededReport
+	var out []enrol.Superseded
 	for nodeID, nf := range s.cache.Nodes {
 		if id := s.reg.Identities[nodeID]; id == nil || id.Revoked() {
 			continue
@@ -58,11 +52,11 @@ func (s *State) SupersededReports() []SupersededReport {
 				case !usable(f, b) || forked(f, s.cache.Commits) || f.ended() > counted.ended():
 				case nf.Ledger != nil && nf.Ledger.Gen == f.Gen && nf.Ledger.Seq == f.Seq:
 				default:
-					out = append(out, SupersededReport{Object: spool.ReportName(nodeID, f.Gen, f.Seq), By: by})
+					out = append(out, enrol.Superseded{Object: spool.ReportName(nodeID, f.Gen, f.Seq), By: by})
 				}
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b SupersededReport) int { return strings.Compare(a.Object, b.Object) })
+	slices.SortFunc(out, func(a, b enrol.Superseded) int { return strings.Compare(a.Object, b.Object) })
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/muster-tool/muster/internal/enrol"
 	"github.com/muster-tool/muster/internal/generation"
 	"github.com/muster-tool/muster/spool"
 )
@@ -89,8 +90,8 @@ func TestSupersededReportsChangeNoAnswer(t *testing.T) {
 	s := f.load(true)
 	before := answers(s)
 	got := s.SupersededReports()
-	want := []SupersededReport{{Object: failedFirst, By: countedRetry}, {Object: middle, By: countedRetry}}
-	slices.SortFunc(want, func(a, b SupersededReport) int { return strings.Compare(a.Object, b.Object) })
+	want := []enrol.Superseded{{Object: failedFirst, By: countedRetry}, {Object: middle, By: countedRetry}}
+	slices.SortFunc(want, func(a, b enrol.Superseded) int { return strings.Compare(a.Object, b.Object) })
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("superseded %+v\nwant %+v", got, want)
 	}

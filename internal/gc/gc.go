@@ -28,7 +28,10 @@
 //   - with SupersededReports, older reports of a host's generation that a
 //     newer one of the same generation replaces in every answer report
 //     gives (fleet.State.SupersededReports says which): most of a fleet's
-//     reports are the runs a timer makes on the generation it is on.
+//     reports are the runs a timer makes on the generation it is on;
+//   - with SupersededBriefings, briefings older than their node's newest,
+//     when that one verified (enrol.Registry.SupersededBriefings): only a
+//     node's newest briefing that verifies is read.
 //
 // Other reports, briefings and enrolment records stay.
 //
@@ -70,6 +73,7 @@ const (
 	RuleRevoked    = "revoked"
 	RuleDecided    = "decided-join"
 	RuleReport     = "superseded-report"
+	RuleBriefing   = "superseded-briefing"
 )
 
 // Options says what gc may remove.
@@ -99,15 +103,18 @@ type Options struct {
 	// decided, or false while the request is pending. Only the mesh can
 	// tell, as decisions are sealed to it.
 	DecidedJoins func(tokenID, hostFP string) (detail string, decided bool)
-	// SupersededReports turns on the superseded-report rule for these
-	// reports. Only the mesh can tell which they are, as reports are
+	// SupersededReports and SupersededBriefings turn on the
+	// superseded-report and superseded-briefing rules for these objects.
+	// Only the mesh can tell which they are, as reports and briefings are
 	// sealed to it.
-	SupersededReports []SupersededReport
+	SupersededReports, SupersededBriefings []Replaced
 }
 
-// SupersededReport is a report no answer of report depends on, and the
-// newer report of its generation counted in its place.
-type SupersededReport struct {
+// Replaced is an object no reader needs any more, and the newer one read
+// in its place: a report no answer of report depends on, with the newer
+// report of its generation counted instead, or a briefing older than its
+// node's newest, which verified.
+type Replaced struct {
 	Object, By string
 }
 
@@ -192,6 +199,10 @@ func Run(ctx context.Context, sp spool.Spool, opts Options) (Result, error) {
 	for _, r := range opts.SupersededReports {
 		reports = append(reports, Removal{Object: r.Object, Rule: RuleReport,
 			Detail: fmt.Sprintf("%s, a newer run of the same generation, is the one counted", r.By)})
+	}
+	for _, b := range opts.SupersededBriefings {
+		reports = append(reports, Removal{Object: b.Object, Rule: RuleBriefing,
+			Detail: fmt.Sprintf("%s, the node's newest, verified and is the one read", b.By)})
 	}
 	all := slices.Concat(lost, sup, rev, joins, reports)
 	if opts.DryRun {
