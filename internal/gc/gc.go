@@ -195,16 +195,16 @@ func Run(ctx context.Context, sp spool.Spool, opts Options) (Result, error) {
 			return res, err
 		}
 	}
-	var reports []Removal
+	var replaced []Removal
 	for _, r := range opts.SupersededReports {
-		reports = append(reports, Removal{Object: r.Object, Rule: RuleReport,
+		replaced = append(replaced, Removal{Object: r.Object, Rule: RuleReport,
 			Detail: fmt.Sprintf("%s, a newer run of the same generation, is the one counted", r.By)})
 	}
 	for _, b := range opts.SupersededBriefings {
-		reports = append(reports, Removal{Object: b.Object, Rule: RuleBriefing,
+		replaced = append(replaced, Removal{Object: b.Object, Rule: RuleBriefing,
 			Detail: fmt.Sprintf("%s, the node's newest, verified and is the one read", b.By)})
 	}
-	all := slices.Concat(lost, sup, rev, joins, reports)
+	all := slices.Concat(lost, sup, rev, joins, replaced)
 	if opts.DryRun {
 		res.Removed = append(res.Removed, all...)
 		return res, nil
