@@ -536,12 +536,12 @@ func runSpoolGC(env *Env, o spoolGCOptions, args []string) error {
 		for _, r := range st.SupersededReports() {
 			opts.SupersededReports = append(opts.SupersededReports, gc.Replaced{Object: r.Object, By: r.By})
 		}
-		_, refused, err := reg.Briefings(env.Ctx, m)
+		briefs, refused, err := reg.SupersededBriefings(env.Ctx, m)
 		if err != nil {
 			return err
 		}
 		env.Warn(refused)
-		for _, b := range reg.SupersededBriefings() {
+		for _, b := range briefs {
 			opts.SupersededBriefings = append(opts.SupersededBriefings, gc.Replaced{Object: b.Object, By: b.By})
 		}
 		if o.Keep == 0 {

@@ -70,9 +70,6 @@ type Registry struct {
 	// trusted. A token whose record is junk counts as never issued.
 	Skipped []string
 
-	// supersededBriefings are what the last Briefings found no reader
-	// needs (SupersededBriefings).
-	supersededBriefings []Superseded
 	// revocations are the revocation records read, by node id.
 	revocations map[string]*Revocation
 	// labelChanges are the label changes read, by node id, and by name
@@ -612,7 +609,7 @@ func parallel(ctx context.Context, n int, fn func(i int) error) error {
 // briefing the cache holds under the name the spool lists as its node's
 // newest is not opened again (see briefcache.go).
 func (r *Registry) Briefings(ctx context.Context, m *mesh.Mesh) (map[string]*brief.Briefing, []string, error) {
-	return r.briefings(ctx, m, "")
+	return r.briefings(ctx, m, "", nil)
 }
 
 // Briefing is Briefings for node id nodeID alone: only its briefings are
@@ -622,12 +619,14 @@ func (r *Registry) Briefing(ctx context.Context, m *mesh.Mesh, nodeID string) (*
 	if nodeID == "" {
 		return nil, nil, errors.New("briefing of no node")
 	}
-	briefs, refused, err := r.briefings(ctx, m, nodeID)
+	briefs, refused, err := r.briefings(ctx, m, nodeID, nil)
 	return briefs[nodeID], refused, err
 }
 
 // briefings is Briefings, or Briefing for node id only when it is set.
-func (r *Registry) briefings(ctx context.Context, m *mesh.Mesh, only string) (map[string]*brief.Briefing, []string, error) {
+// If superseded is not nil, the briefings no reader needs any more are
+// added to it (see SupersededBriefings).
+func (r *Registry) briefings(ctx context.Context, m *mesh.Mesh, only string, superseded *[]Superseded) (map[string]*brief.Briefing, []string, error) {
 	// Every briefing name by node, oldest first (the spool lists in
 	// order), and the size of each node's newest (-1: not listed).
 	all := map[string][]string{}
@@ -737,14 +736,13 @@ func (r *Registry) briefings(ctx context.Context, m *mesh.Mesh, only string) (ma
 		mu.Unlock()
 		return nil
 	})
-	if err == nil && only == "" {
-		r.supersededBriefings = r.supersededBriefings[:0]
+	if err == nil && superseded != nil {
 		for _, node := range todo {
 			names := all[node]
 			newest := names[len(names)-1]
 			if _, ok := kept[newest]; ok {
 				for _, name := range names[:len(names)-1] {
-					r.supersededBriefings = append(r.supersededBriefings, Superseded{Object: name, By: newest})
+					*superseded = append(*superseded, Superseded{Object: name, By: newest})
 				}
 			}
 		}
@@ -765,16 +763,17 @@ type Superseded struct {
 	Object, By string
 }
 
-// SupersededBriefings returns the briefings of trusted identities older
-// than their node's newest, where that one verified, as the last call of
-// Briefings found them, in name order: a node's newest briefing that
-// verifies is the only one read (here, and by report, which reads the
-// newest), so no reader needs the older ones. A node whose newest briefing
-// does not verify keeps all of its.
-func (r *Registry) SupersededBriefings() []Superseded {
-	out := slices.Clone(r.supersededBriefings)
+// SupersededBriefings is Briefings for spool gc: it returns the briefings
+// of trusted identities older than their node's newest, where that one
+// verified, in name order, and Briefings' warnings. A node's newest
+// briefing that verifies is the only one read (here, and by report, which
+// reads the newest), so no reader needs the older ones. A node whose
+// newest briefing does not verify keeps all of its.
+func (r *Registry) SupersededBriefings(ctx context.Context, m *mesh.Mesh) ([]Superseded, []string, error) {
+	var out []Superseded
+	_, refused, err := r.briefings(ctx, m, "", &out)
 	slices.SortFunc(out, func(a, b Superseded) int { return strings.Compare(a.Object, b.Object) })
-	return out
+	return out, refused, err
 }
 
 // OpenBriefing reads and verifies one briefing against its identity.

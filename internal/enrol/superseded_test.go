@@ -55,8 +55,7 @@ func TestSupersededBriefings(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	reg := f.registry()
-	before, warnings, err := reg.Briefings(f.ctx, f.m)
+	before, warnings, err := f.registry().Briefings(f.ctx, f.m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +65,10 @@ func TestSupersededBriefings(t *testing.T) {
 		want = append(want, Superseded{Object: n, By: web1[len(web1)-1]})
 	}
 	slices.SortFunc(want, func(a, b Superseded) int { return strings.Compare(a.Object, b.Object) })
-	got := reg.SupersededBriefings()
+	got, same, err := f.registry().SupersededBriefings(f.ctx, f.m)
+	if err != nil || !reflect.DeepEqual(same, warnings) {
+		t.Fatalf("superseded: warnings %q, %v; want %q", same, err, warnings)
+	}
 	if len(want) != 2 || !reflect.DeepEqual(got, want) {
 		t.Fatalf("superseded %+v\nwant %+v", got, want)
 	}
@@ -81,15 +83,14 @@ func TestSupersededBriefings(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		reg := f.registry()
-		after, again, err := reg.Briefings(f.ctx, f.m)
+		after, again, err := f.registry().Briefings(f.ctx, f.m)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !reflect.DeepEqual(after, before) || !reflect.DeepEqual(again, warnings) {
 			t.Errorf("with the cache %v: after the superseded went\n%+v %q\nbefore\n%+v %q", cached, after, again, before, warnings)
 		}
-		if s := reg.SupersededBriefings(); len(s) != 0 {
+		if s, _, err := f.registry().SupersededBriefings(f.ctx, f.m); err != nil || len(s) != 0 {
 			t.Errorf("with the cache %v: superseded again %+v", cached, s)
 		}
 	}
