@@ -525,7 +525,9 @@ func runSpoolGC(env *Env, o spoolGCOptions, args []string) error {
 		}
 		env.Warn(reg.Warnings)
 		env.Warn(reg.Skipped)
-		st, err := fleet.Load(env.Ctx, m, reg, fleet.Options{CacheDir: filepath.Join(m.Dir, "cache")})
+		// The reports alone: the recovery copies and the superseded
+		// reports come from them, and the registry reads the briefings.
+		st, err := fleet.Load(env.Ctx, m, reg, fleet.Options{CacheDir: filepath.Join(m.Dir, "cache"), NoBriefings: true})
 		if err != nil {
 			return err
 		}

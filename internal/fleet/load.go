@@ -44,8 +44,9 @@ type Options struct {
 	// that needs only the recovery copies (declare, which has read the
 	// briefings through the registry already): the briefings are
 	// neither listed nor read, and the cache keeps what it knew of them
-	// for the next full load. Ask such a state only for RecoveryCopies:
-	// its views would show the briefings as the cache last knew them.
+	// for the next full load. Ask such a state only for RecoveryCopies
+	// and SupersededReports: its views would show the briefings as the
+	// cache last knew them.
 	NoBriefings bool
 }
 

@@ -95,6 +95,14 @@ func TestSupersededReportsChangeNoAnswer(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("superseded %+v\nwant %+v", got, want)
 	}
+	// As spool gc asks: from the reports alone.
+	reportsOnly, err := Load(f.ctx, f.m, f.reg, Options{CacheDir: f.cacheDir(), NoBriefings: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := reportsOnly.SupersededReports(); !reflect.DeepEqual(again, want) {
+		t.Errorf("from the reports alone: superseded %+v\nwant %+v", again, want)
+	}
 	for _, r := range got {
 		if err := f.m.Spool.Delete(f.ctx, r.Object); err != nil {
 			t.Fatal(err)
