@@ -40,11 +40,7 @@ func TestBriefingsCacheCoversEveryField(t *testing.T) {
 // is damaged or another mesh's from the spool, with a warning.
 func TestBriefingsCache(t *testing.T) {
 	f := newFixture(t)
-	nodes := map[string]string{}
-	for _, name := range []string{"web-1", "web-2", "db-1"} {
-		nodes[name] = f.join(name, f.issue(IssueOptions{Name: name}), t0).NodeID
-	}
-	f.admit(t0.Add(time.Hour))
+	nodes := f.enrolled("web-1", "web-2", "db-1")
 	counter := &getCounter{Spool: f.m.Spool}
 	f.m.Spool = counter
 	briefings := func(how string, wantOpened int, warning string) map[string]*brief.Briefing {
@@ -153,11 +149,7 @@ func TestBriefingsCache(t *testing.T) {
 // never writes it, since it saw one node's briefings, not the fleet's.
 func TestBriefingOfOneNode(t *testing.T) {
 	f := newFixture(t)
-	nodes := map[string]string{}
-	for _, name := range []string{"web-1", "web-2", "db-1"} {
-		nodes[name] = f.join(name, f.issue(IssueOptions{Name: name}), t0).NodeID
-	}
-	f.admit(t0.Add(time.Hour))
+	nodes := f.enrolled("web-1", "web-2", "db-1")
 	f.sendBriefing("web-1", t0.Add(2*time.Hour))
 	counter := &getCounter{Spool: f.m.Spool}
 	f.m.Spool = counter

@@ -136,6 +136,19 @@ func (f *fixture) identity(h string) (*host.Config, *host.Identity) {
 	return cfg, id
 }
 
+// enrolled issues a token for each name, joins a host with it at t0 (each
+// sends its briefing) and admits them an hour later; it returns their node
+// ids by name.
+func (f *fixture) enrolled(names ...string) map[string]string {
+	f.t.Helper()
+	nodes := map[string]string{}
+	for _, name := range names {
+		nodes[name] = f.join(name, f.issue(IssueOptions{Name: name}), t0).NodeID
+	}
+	f.admit(t0.Add(time.Hour))
+	return nodes
+}
+
 func (f *fixture) admit(now time.Time) (*AdmitResult, *Registry) {
 	f.t.Helper()
 	res, reg, err := Admit(f.ctx, f.m, now)

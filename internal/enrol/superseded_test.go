@@ -21,11 +21,7 @@ import (
 // revoked identity.
 func TestSupersededBriefings(t *testing.T) {
 	f := newFixture(t)
-	nodes := map[string]string{}
-	for _, name := range []string{"web-1", "web-2", "db-1"} {
-		nodes[name] = f.join(name, f.issue(IssueOptions{Name: name}), t0).NodeID
-	}
-	f.admit(t0.Add(time.Hour))
+	nodes := f.enrolled("web-1", "web-2", "db-1")
 	names := func(node string) []string {
 		t.Helper()
 		var out []string
