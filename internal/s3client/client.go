@@ -30,6 +30,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go/logging"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 // AWSEndpoint is where requests go when the configuration names no
@@ -324,6 +325,46 @@ func (c *Client) Delete(ctx context.Context, key string) error {
 		return struct{}{}, err
 	})
 	return err
+}
+
+// MaxDeleteKeys is the most keys one DeleteMany request may name: S3's
+// bound on a multi-object delete.
+const MaxDeleteKeys = 1000
+
+// KeyError is a key that a multi-object delete did not remove, with the
+// store's code and message for it.
+type KeyError struct {
+	Key     string
+	Code    string
+	Message string
+}
+
+// DeleteMany removes up to MaxDeleteKeys keys with one request
+// (DeleteObjects, quiet: the store answers only with the keys it could not
+// remove, and a key that does not exist counts as removed). Every key not
+// among the returned KeyErrors is gone. The request carries a Content-MD5
+// of its body, which S3 and many compatible stores require of it and the
+// SDK no longer sends by itself.
+func (c *Client) DeleteMany(ctx context.Context, keys []string) ([]KeyError, error) {
+	if len(keys) > MaxDeleteKeys {
+		return nil, fmt.Errorf("delete of %d keys: at most %d a request", len(keys), MaxDeleteKeys)
+	}
+	objs := make([]types.ObjectIdentifier, len(keys))
+	for i := range keys {
+		objs[i].Key = &keys[i]
+	}
+	in := &s3.DeleteObjectsInput{Bucket: &c.cfg.Bucket, Delete: &types.Delete{Objects: objs, Quiet: aws.Bool(true)}}
+	return call(ctx, c, "", func(api *s3.Client, region func(*s3.Options)) ([]KeyError, error) {
+		out, err := api.DeleteObjects(ctx, in, region, s3.WithAPIOptions(smithyhttp.AddContentChecksumMiddleware))
+		if err != nil {
+			return nil, err
+		}
+		var failed []KeyError
+		for _, e := range out.Errors {
+			failed = append(failed, KeyError{Key: aws.ToString(e.Key), Code: aws.ToString(e.Code), Message: aws.ToString(e.Message)})
+		}
+		return failed, nil
+	})
 }
 
 // ListQuery asks for one page of a listing (ListObjectsV2).

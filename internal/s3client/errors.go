@@ -112,7 +112,7 @@ func Status(err error) int {
 }
 
 // Retryable reports whether trying the same request again may succeed:
-// throttling, a server error, a timeout, a connection that broke or was
+// throttling, a server error other than Not Implemented, a timeout, a connection that broke or was
 // refused. Credentials that could not be found are not: the SDK's
 // providers retry on their own, and a missing source stays missing.
 func Retryable(err error) bool {
@@ -123,8 +123,10 @@ func Retryable(err error) bool {
 			"RequestTimeout", "InternalError", "ServiceUnavailable",
 			"ConditionalRequestConflict", "OperationAborted":
 			return true
+		case "NotImplemented":
+			return false // the store lacks the feature; asking again will not add it
 		}
-		return e.Status >= 500 || e.Status == http.StatusTooManyRequests
+		return e.Status >= 500 && e.Status != http.StatusNotImplemented || e.Status == http.StatusTooManyRequests
 	}
 	var ce *CredentialsError
 	if errors.As(err, &ce) {
