@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/muster-tool/muster/internal/fault"
@@ -165,6 +166,9 @@ type S3 struct {
 	name     string // for messages
 	// puts holds a token for each PUT of a batch in flight.
 	puts chan struct{}
+	// noBatchDelete is set once the store has said it does not know
+	// multi-object deletes.
+	noBatchDelete atomic.Bool
 }
 
 // OpenS3 opens the S3 spool cfg describes. It does not contact the store
@@ -421,6 +425,54 @@ func (s *S3) Delete(ctx context.Context, name string) error {
 		return nil // removed since the HEAD, as this Delete would have
 	}
 	return err
+}
+
+// s3BatchDeletes bounds the multi-object deletes deleteMany has in flight:
+// each names up to s3client.MaxDeleteKeys keys, which the store removes
+// one by one, so a few at once keep it busy.
+const s3BatchDeletes = 4
+
+// deleteMany removes the named objects with one request per
+// s3client.MaxDeleteKeys of them, instead of a HEAD and a DELETE each. A
+// key the store would not remove in a batch is tried again with Delete,
+// which asks first whether it is an object at all and says why it fails.
+// A store that does not know multi-object deletes (it answers
+// NotImplemented) gets one Delete per object from then on.
+func (s *S3) deleteMany(ctx context.Context, names []string, gone []bool) error {
+	per := s3client.MaxDeleteKeys
+	return workpool.Run(ctx, (len(names)+per-1)/per, s3BatchDeletes, func(c int) error {
+		lo, hi := c*per, min(len(names), (c+1)*per)
+		if !s.noBatchDelete.Load() {
+			keys := make([]string, hi-lo)
+			for i := range keys {
+				keys[i] = s.key(names[lo+i])
+			}
+			failed, err := s.store.DeleteMany(ctx, keys)
+			switch {
+			case err == nil:
+				left := make(map[string]bool, len(failed))
+				for _, f := range failed {
+					left[f.Key] = true
+				}
+				for i := lo; i < hi; i++ {
+					gone[i] = !left[keys[i-lo]]
+				}
+			case s3client.Code(err) == "NotImplemented":
+				s.noBatchDelete.Store(true)
+			default:
+				return s.failed(ctx, "delete", fmt.Sprintf("%s and %d more", names[lo], hi-lo-1), err)
+			}
+		}
+		for i := lo; i < hi; i++ {
+			if !gone[i] {
+				if err := s.Delete(ctx, names[i]); err != nil {
+					return err
+				}
+				gone[i] = true
+			}
+		}
+		return nil
+	})
 }
 
 // List calls fn for each object whose name starts with prefix, in lexical

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -492,5 +493,46 @@ func TestS3BatchesShareConnections(t *testing.T) {
 	// flight is HTTP/1.1's way, one per PUT is not.
 	if n := px.Conns(); n > 2*spool.S3BatchPuts {
 		t.Errorf("%d connections opened for %d PUTs, want at most %d (twice the PUTs in flight)", n, batches*size, 2*spool.S3BatchPuts)
+	}
+}
+
+// DeleteMany on S3 removes a thousand objects a request: spool gc's daily
+// removal of a fleet's replaced reports is a few requests, not a HEAD and
+// a DELETE for each of millions of objects.
+func TestS3DeleteManyBatches(t *testing.T) {
+	srv := s3server.Start(t)
+	srv.SetEnv(t)
+	px := srv.Proxy(t)
+	sp, err := spool.Open(px.URL("gc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := make([]spool.Object, 2500)
+	names := make([]string, len(objs))
+	for i := range objs {
+		names[i] = fmt.Sprintf("report/n%d/r%04d", i%10, i)
+		objs[i] = spool.Object{Name: names[i], Data: []byte(names[i])}
+	}
+	if err := spool.PutManyNew(t.Context(), sp, objs); err != nil {
+		t.Fatal(err)
+	}
+	px.Reset()
+	gone, err := spool.DeleteMany(t.Context(), sp, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := px.Count(), map[string]int{s3server.KindDeleteMany: 3}; !maps.Equal(got, want) {
+		t.Errorf("requests %v, want %v", got, want)
+	}
+	for i, g := range gone {
+		if !g {
+			t.Errorf("%s not said gone", names[i])
+		}
+	}
+	if err := sp.List(t.Context(), "report/", func(i spool.Info) error {
+		t.Errorf("%s is still there", i.Name)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

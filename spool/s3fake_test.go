@@ -829,3 +829,72 @@ func TestS3ListRangesCanceled(t *testing.T) {
 		t.Errorf("List canceled in range 5 = %v after %d names, want context.Canceled", err, len(got))
 	}
 }
+
+// A multi-object delete carries the Content-MD5 that S3 and many
+// compatible stores require of it. A key the store would not remove in
+// the batch is removed on its own, and a removal that fails there fails
+// the call, naming the object; a store that does not know multi-object
+// deletes gets one DELETE per object, and is not asked again.
+func TestS3DeleteManyFallsBack(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	batch := "refuse b" // or "not implemented"
+	sp := fakeStore(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.URL.Path)
+		mode := batch
+		mu.Unlock()
+		switch {
+		case r.Method == http.MethodPost && r.URL.Query().Has("delete"):
+			body := new(bytes.Buffer)
+			body.ReadFrom(r.Body)
+			if sum := md5.Sum(body.Bytes()); r.Header.Get("Content-Md5") != base64.StdEncoding.EncodeToString(sum[:]) {
+				s3Fail(w, 400, "InvalidRequest", "Missing required header for this request: Content-MD5")
+				return
+			}
+			if mode == "not implemented" {
+				s3Fail(w, 501, "NotImplemented", "A header you provided implies functionality that is not implemented")
+				return
+			}
+			fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><DeleteResult><Error><Key>p/b</Key><Code>AccessDenied</Code><Message>Access Denied</Message></Error></DeleteResult>`)
+		case r.Method == http.MethodHead:
+			serveObject(w, r, []byte("x"))
+		case r.Method == http.MethodDelete && r.URL.Path == "/bucket/p/b":
+			s3Fail(w, 403, "AccessDenied", "Access Denied")
+		case r.Method == http.MethodDelete:
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			t.Errorf("unexpected %s %s", r.Method, r.URL)
+		}
+	})
+	requests := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		r := seen
+		seen = nil
+		return r
+	}
+	gone, err := spool.DeleteMany(t.Context(), sp, []string{"a", "b", "c"})
+	if err == nil || !strings.Contains(err.Error(), "delete b: AccessDenied") {
+		t.Errorf("DeleteMany with b refused: %v, want an error naming b", err)
+	}
+	if want := []bool{true, false, true}; !slices.Equal(gone, want) {
+		t.Errorf("gone %v, want %v", gone, want)
+	}
+	if got, want := requests(), []string{"POST /bucket", "HEAD /bucket/p/b", "DELETE /bucket/p/b"}; !slices.Equal(got, want) {
+		t.Errorf("requests %q, want %q", got, want)
+	}
+
+	batch = "not implemented"
+	for range 2 {
+		gone, err = spool.DeleteMany(t.Context(), sp, []string{"a", "c"})
+		if err != nil || !slices.Equal(gone, []bool{true, true}) {
+			t.Errorf("DeleteMany on a store without multi-object deletes: %v, gone %v", err, gone)
+		}
+	}
+	want := []string{"POST /bucket", "HEAD /bucket/p/a", "DELETE /bucket/p/a", "HEAD /bucket/p/c", "DELETE /bucket/p/c",
+		"HEAD /bucket/p/a", "DELETE /bucket/p/a", "HEAD /bucket/p/c", "DELETE /bucket/p/c"}
+	if got := requests(); !slices.Equal(got, want) {
+		t.Errorf("requests %q, want %q", got, want)
+	}
+}

@@ -17,6 +17,7 @@ type s3Requests interface {
 	Get(ctx context.Context, key string, max int64) ([]byte, error)
 	PutIfAbsent(ctx context.Context, key string, data []byte) error
 	Delete(ctx context.Context, key string) error
+	DeleteMany(ctx context.Context, keys []string) ([]s3client.KeyError, error)
 	List(ctx context.Context, q s3client.ListQuery) (s3client.Page, error)
 }
 
@@ -114,6 +115,15 @@ func (r *s3Retry) PutIfAbsent(ctx context.Context, key string, data []byte) erro
 
 func (r *s3Retry) Delete(ctx context.Context, key string) error {
 	return r.do(ctx, func(ctx context.Context) error { return r.next.Delete(ctx, key) })
+}
+
+// DeleteMany is tried again as a whole: removing a key twice is no error.
+func (r *s3Retry) DeleteMany(ctx context.Context, keys []string) (failed []s3client.KeyError, err error) {
+	err = r.do(ctx, func(ctx context.Context) error {
+		failed, err = r.next.DeleteMany(ctx, keys)
+		return err
+	})
+	return failed, err
 }
 
 // List asks for one page; a page that fails is asked for again with the

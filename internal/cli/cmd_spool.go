@@ -488,7 +488,9 @@ func cmdSpoolGC() *Command {
 
 Commits, the other enrolment records, and the other reports and briefings
 are never removed. Prints one line per object removed ("would remove" with
---dry-run), with the rule and why.`,
+--dry-run), with the rule and why; if gc stops at an error, the lines are
+the objects the store confirmed removed. On an S3 spool it removes up to
+1,000 objects a request (DeleteObjects).`,
 		Examples: `muster spool gc --dry-run
 muster spool gc --mesh ~/.config/muster/mesh --keep 10
 # on the mesh, daily: also decided join requests, superseded reports and

@@ -54,16 +54,12 @@ import (
 	"github.com/muster-tool/muster/internal/fault"
 	"github.com/muster-tool/muster/internal/generation"
 	"github.com/muster-tool/muster/internal/mesh"
-	"github.com/muster-tool/muster/internal/workpool"
 	"github.com/muster-tool/muster/spool"
 )
 
 // MinAge is how old a temp file or a lost run's object must be before gc
 // removes it.
 const MinAge = time.Hour
-
-// deleters is how many objects gc removes at once.
-const deleters = 32
 
 // Rules, as they appear in a Removal.
 const (
@@ -209,17 +205,13 @@ func Run(ctx context.Context, sp spool.Spool, opts Options) (Result, error) {
 		res.Removed = append(res.Removed, all...)
 		return res, nil
 	}
-	// Removals are independent, and each waits on the store (a round trip
-	// to an object store, a synced directory on a disk): a first gc of a
-	// large fleet removes a hundred thousand objects.
-	done := make([]bool, len(all))
-	err = workpool.Run(ctx, len(all), deleters, func(i int) error {
-		if err := sp.Delete(ctx, all[i].Object); err != nil {
-			return err
-		}
-		done[i] = true
-		return nil
-	})
+	// A first gc of a large fleet removes a hundred thousand objects, and
+	// a daily one the runs a fleet reported that day.
+	names := make([]string, len(all))
+	for i, r := range all {
+		names[i] = r.Object
+	}
+	done, err := spool.DeleteMany(ctx, sp, names)
 	for i, r := range all {
 		if done[i] {
 			res.Removed = append(res.Removed, r)

@@ -33,6 +33,7 @@ func Run(t *testing.T, open func(t *testing.T) spool.Spool) {
 		{"DifferentBytesConflict", testConflict},
 		{"GetMissing", testMissing},
 		{"Delete", testDelete},
+		{"DeleteMany", testDeleteMany},
 		{"BadNames", testBadNames},
 		{"GoodNames", testGoodNames},
 		{"GetLimit", testGetLimit},
@@ -218,6 +219,57 @@ func testDelete(t *testing.T, s spool.Spool) {
 	put(t, s, "report/n1/x", []byte("new"))
 	if got := get(t, s, "report/n1/x"); string(got) != "new" {
 		t.Errorf("Get after re-Put = %q, want new", got)
+	}
+}
+
+// testDeleteMany removes many objects at once, with names of no object
+// and names that only start other objects' among them. (S3's split into
+// requests of a thousand is TestS3DeleteManyBatches's.)
+func testDeleteMany(t *testing.T, s spool.Spool) {
+	ctx := t.Context()
+	var objs []spool.Object
+	var doomed []string
+	for i := range 60 {
+		name := fmt.Sprintf("report/n%d/r%04d", i%3, i)
+		objs = append(objs, spool.Object{Name: name, Data: []byte(name)})
+		if i%7 != 0 {
+			doomed = append(doomed, name)
+		}
+	}
+	if err := spool.PutMany(ctx, s, objs); err != nil {
+		t.Fatal(err)
+	}
+	doomed = append(doomed, "never", "report/n1", "report", "report/n2/r9999")
+	gone, err := spool.DeleteMany(ctx, s, doomed)
+	if err != nil {
+		t.Fatalf("DeleteMany: %v", err)
+	}
+	for i, name := range doomed {
+		if !gone[i] {
+			t.Errorf("DeleteMany did not say %s is gone", name)
+		}
+	}
+	var kept []string
+	for i, o := range objs {
+		if i%7 == 0 {
+			kept = append(kept, o.Name)
+		}
+	}
+	slices.Sort(kept)
+	if got := names(list(t, s, "report/")); !slices.Equal(got, kept) {
+		t.Errorf("after DeleteMany the spool holds %d objects, want the %d not named:\n%q", len(got), len(kept), got)
+	}
+	for _, name := range kept {
+		if got := get(t, s, name); string(got) != name {
+			t.Errorf("DeleteMany touched %s: %q", name, got)
+		}
+	}
+	bad := []string{kept[0], "a//b"}
+	if _, err := spool.DeleteMany(ctx, s, bad); !errors.Is(err, spool.ErrBadName) {
+		t.Errorf("DeleteMany with a bad name: %v, want ErrBadName", err)
+	}
+	if _, err := s.Stat(ctx, kept[0]); err != nil {
+		t.Errorf("DeleteMany refused for a bad name still removed %s: %v", kept[0], err)
 	}
 }
 

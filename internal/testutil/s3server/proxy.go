@@ -29,12 +29,14 @@ type Proxy struct {
 // Request kinds as Proxy counts them: a listing (GET of the bucket) is
 // LIST, GetBucketLocation is LOCATION; the rest go by method.
 const (
-	KindList     = "LIST"
-	KindGet      = "GET"
-	KindHead     = "HEAD"
-	KindPut      = "PUT"
-	KindDelete   = "DELETE"
-	KindLocation = "LOCATION"
+	KindList   = "LIST"
+	KindGet    = "GET"
+	KindHead   = "HEAD"
+	KindPut    = "PUT"
+	KindDelete = "DELETE"
+	// KindDeleteMany is a multi-object delete (POST ?delete).
+	KindDeleteMany = "DELETEMANY"
+	KindLocation   = "LOCATION"
 )
 
 // Proxy starts a counting proxy in front of s, stopped when the test ends.
@@ -72,6 +74,8 @@ func (p *Proxy) count(r *http.Request) {
 		kind = KindLocation
 	case r.Method == http.MethodGet && !strings.Contains(path, "/"):
 		kind = KindList
+	case r.Method == http.MethodPost && r.URL.Query().Has("delete"):
+		kind = KindDeleteMany
 	}
 	p.mu.Lock()
 	p.seen = append(p.seen, kind+" "+r.URL.RequestURI())
