@@ -21,6 +21,7 @@ import (
 
 	"github.com/muster-tool/muster/internal/atomicfile"
 	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/workpool"
 )
 
 // Dir is a spool kept in a local directory: each object is a regular file
@@ -458,19 +459,72 @@ func (d *Dir) Delete(ctx context.Context, name string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("spool %s: delete %s: %w", d, name, err)
 	}
-	if _, err := d.stat("delete", name); errors.Is(err, ErrNotFound) {
-		return nil
-	} else if err != nil {
+	dir, err := d.remove(name)
+	if err != nil || dir == "" {
 		return err
 	}
-	file := d.file(name)
-	if err := os.Remove(file); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return d.fail("delete", name, err)
-	}
-	if err := atomicfile.SyncDir(filepath.Dir(file)); err != nil {
+	if err := atomicfile.SyncDir(dir); err != nil {
 		return d.fail("delete", name, err)
 	}
 	return nil
+}
+
+// remove unlinks object name, unsynced, and returns the directory to sync
+// to make the removal durable ("" if there was no such object).
+func (d *Dir) remove(name string) (dir string, err error) {
+	if _, err := d.stat("delete", name); errors.Is(err, ErrNotFound) {
+		return "", nil
+	} else if err != nil {
+		return "", err
+	}
+	file := d.file(name)
+	if err := os.Remove(file); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", d.fail("delete", name, err)
+	}
+	return filepath.Dir(file), nil
+}
+
+// deleteMany removes the named objects as Delete does, several at once,
+// and syncs each directory that lost one once, after all its removals,
+// rather than once per object: a daily gc removes a day's reports from
+// every node's directory. An object is said gone once its directory is
+// synced; on an error, the directories of the objects removed so far are
+// still synced, and those objects said gone.
+func (d *Dir) deleteMany(ctx context.Context, names []string, gone []bool) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("spool %s: delete: %w", d, err)
+	}
+	dirs := make([]string, len(names))
+	removeErr := workpool.Run(ctx, len(names), deletesInFlight, func(i int) error {
+		dir, err := d.remove(names[i])
+		if err != nil {
+			return err
+		}
+		dirs[i] = dir
+		gone[i] = dir == "" // nothing of that name: nothing to sync
+		return nil
+	})
+	var toSync []string
+	byDir := map[string][]int{}
+	for i, dir := range dirs {
+		if dir != "" {
+			if byDir[dir] == nil {
+				toSync = append(toSync, dir)
+			}
+			byDir[dir] = append(byDir[dir], i)
+		}
+	}
+	// Each directory's sync is a wait on the disk, as each removal was.
+	syncErr := workpool.Run(context.WithoutCancel(ctx), len(toSync), deletesInFlight, func(j int) error {
+		if err := atomicfile.SyncDir(toSync[j]); err != nil {
+			return d.fail("delete", names[byDir[toSync[j]][0]], err)
+		}
+		for _, i := range byDir[toSync[j]] {
+			gone[i] = true
+		}
+		return nil
+	})
+	return cmp.Or(removeErr, syncErr)
 }
 
 // List calls fn for each object whose name starts with prefix, in lexical

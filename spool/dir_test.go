@@ -423,6 +423,64 @@ func TestReadOnly(t *testing.T) {
 	}
 }
 
+// TestDirDeleteManyStopsAtAnError: DeleteMany on a directory spool syncs
+// each directory once, after its removals; when one removal fails, the
+// error names the object and every name is said gone exactly when it is
+// gone, so spool gc prints no removal that did not happen.
+func TestDirDeleteManyStopsAtAnError(t *testing.T) {
+	root := t.TempDir()
+	d, err := spool.OpenDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	var names []string
+	for _, node := range []string{"n1", "n2", "n3"} {
+		for seq := range uint64(20) {
+			name := spool.ReportName(node, 1, seq+1)
+			if err := d.Put(ctx, name, []byte(name)); err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, name)
+		}
+	}
+	stuck := filepath.Join(root, "report", "n2")
+	if os.Geteuid() == 0 {
+		// root ignores permission bits: a read-only bind mount of the
+		// node's directory.
+		if err := syscall.Mount(stuck, stuck, "", syscall.MS_BIND, ""); err != nil {
+			t.Skipf("cannot bind-mount here: %v", err)
+		}
+		t.Cleanup(func() {
+			if err := syscall.Unmount(stuck, 0); err != nil {
+				t.Errorf("unmount %s: %v", stuck, err)
+			}
+		})
+		if err := syscall.Mount("", stuck, "", syscall.MS_REMOUNT|syscall.MS_BIND|syscall.MS_RDONLY, ""); err != nil {
+			t.Skipf("cannot remount read-only: %v", err)
+		}
+	} else {
+		if err := os.Chmod(stuck, 0o555); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(stuck, 0o755) })
+	}
+	gone, err := spool.DeleteMany(ctx, d, names)
+	if !errors.Is(err, spool.ErrUnavailable) || !strings.Contains(err.Error(), "report/n2/") {
+		t.Fatalf("DeleteMany with a read-only node directory: %v, want ErrUnavailable naming an object of n2", err)
+	}
+	for i, name := range names {
+		_, statErr := d.Stat(ctx, name)
+		there := statErr == nil
+		if gone[i] == there {
+			t.Errorf("%s: said gone %v, still there %v", name, gone[i], there)
+		}
+		if strings.HasPrefix(name, "report/n2/") && !there {
+			t.Errorf("%s was removed from a read-only directory", name)
+		}
+	}
+}
+
 // TestFull: a full filesystem is a temporary failure and leaves no temp
 // file behind.
 func TestFull(t *testing.T) {
