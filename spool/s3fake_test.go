@@ -892,9 +892,10 @@ func TestS3DeleteManyFallsBack(t *testing.T) {
 			t.Errorf("DeleteMany on a store without multi-object deletes: %v, gone %v", err, gone)
 		}
 	}
-	want := []string{"POST /bucket", "HEAD /bucket/p/a", "DELETE /bucket/p/a", "HEAD /bucket/p/c", "DELETE /bucket/p/c",
-		"HEAD /bucket/p/a", "DELETE /bucket/p/a", "HEAD /bucket/p/c", "DELETE /bucket/p/c"}
-	if got := requests(); !slices.Equal(got, want) {
+	// The one-by-one removals go several at once, in any order.
+	want := []string{"DELETE /bucket/p/a", "DELETE /bucket/p/a", "DELETE /bucket/p/c", "DELETE /bucket/p/c",
+		"HEAD /bucket/p/a", "HEAD /bucket/p/a", "HEAD /bucket/p/c", "HEAD /bucket/p/c", "POST /bucket"}
+	if got := requests(); !slices.Equal(slices.Sorted(slices.Values(got)), want) {
 		t.Errorf("requests %q, want %q", got, want)
 	}
 }
