@@ -203,11 +203,15 @@
 // and never reads more than the limit plus one byte. Stores that keep
 // objects as files (versitygw's posix backend) cannot hold "a/b" and
 // "a/b/c" at once; their refusal is ErrConflict, as in the directory
-// backend.
+// backend. DeleteMany removes up to 1000 objects a request
+// (DeleteObjects, with the Content-MD5 S3 requires of it); a key the
+// store does not remove there is removed with Delete (HEAD, then DELETE),
+// and a store that answers NotImplemented gets Delete for every object.
 //
 // Each request (one page of a listing counts as one) has a budget of
 // timeout, default 1m, for all its attempts. It is tried up to 5 times
-// within it when it fails in a way trying again may cure (a 5xx answer,
+// within it when it fails in a way trying again may cure (a 5xx answer
+// other than 501 Not Implemented,
 // throttling such as 503 SlowDown, a timeout, a refused or broken
 // connection), waiting 200ms before the second attempt and twice as long
 // before each next one, up to 5s, give or take a quarter. Each attempt
