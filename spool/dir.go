@@ -819,6 +819,6 @@ func (d *Dir) ListAfter(ctx context.Context, prefix, after string, fn func(Info)
 		if err != nil {
 			return d.fail("list", name, err)
 		}
-		return fn(Info{Name: name, Size: fi.Size()})
+		return fn(Info{Name: name, Size: fi.Size(), ModTime: fi.ModTime()})
 	})
 }

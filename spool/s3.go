@@ -532,7 +532,7 @@ func (s *S3) ListAfter(ctx context.Context, prefix, after string, fn func(Info) 
 			// lists from the start.
 			return nil
 		}
-		return fn(Info{Name: name, Size: k.Size, ETag: k.ETag})
+		return fn(Info{Name: name, Size: k.Size, ETag: k.ETag, ModTime: k.ModTime})
 	}
 	for first := true; ; first = false {
 		page, err := s.store.List(ctx, q)

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/muster-tool/muster/internal/fault"
 )
@@ -55,6 +56,10 @@ type Info struct {
 	// caller that kept what it read then need not read it again. A tag
 	// is the store's word, not a digest to verify against.
 	ETag string
+	// ModTime is when the store recorded the object, as List gives it
+	// (S3's LastModified, a file's modification time); zero where the
+	// listing does not say (ListQuick on a directory).
+	ModTime time.Time
 }
 
 // DefaultMaxObject bounds Get when the caller gives no limit.

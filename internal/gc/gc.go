@@ -45,7 +45,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -334,29 +333,18 @@ func LostRuns(ctx context.Context, sp spool.Spool, commits map[uint64]string, no
 		won := commits[g]
 		gen := spool.GenerationName(g)
 		for _, prefix := range []string{spool.DeclPrefix, spool.ManifestPrefix} {
-			var names []string
+			// The listing dates each object (S3's LastModified, a
+			// file's time): no request per object to ask its age.
 			err := sp.List(ctx, prefix+gen+"/", func(i spool.Info) error {
-				rest := strings.TrimPrefix(i.Name, prefix+gen+"/")
-				run, _, _ := strings.Cut(rest, "/")
-				if run != won {
-					names = append(names, i.Name)
+				run, _, _ := strings.Cut(strings.TrimPrefix(i.Name, prefix+gen+"/"), "/")
+				if run != won && !i.ModTime.IsZero() && now.Sub(i.ModTime) >= minAge {
+					out = append(out, Removal{Object: i.Name, Rule: RuleLostRun,
+						Detail: fmt.Sprintf("declare run %s lost generation %d to run %s", run, g, won)})
 				}
 				return nil
 			})
 			if err != nil {
 				return nil, err
-			}
-			for _, n := range names {
-				age, ok, err := objectAge(ctx, sp, n, now)
-				if err != nil {
-					return nil, err
-				}
-				if !ok || age < minAge {
-					continue
-				}
-				run, _, _ := strings.Cut(strings.TrimPrefix(n, prefix+gen+"/"), "/")
-				out = append(out, Removal{Object: n, Rule: RuleLostRun,
-					Detail: fmt.Sprintf("declare run %s lost generation %d to run %s", run, g, won)})
 			}
 		}
 	}
@@ -427,39 +415,4 @@ func sortedGens(m map[uint64]string) []uint64 {
 	}
 	slices.Sort(gens)
 	return gens
-}
-
-// modTimer is a spool that can tell when an object was written, as the S3
-// backend can.
-type modTimer interface {
-	ModTime(ctx context.Context, name string) (time.Time, error)
-}
-
-// objectAge returns how long ago object name was written, and false if the
-// spool cannot tell.
-func objectAge(ctx context.Context, sp spool.Spool, name string, now time.Time) (time.Duration, bool, error) {
-	var t time.Time
-	switch s := sp.(type) {
-	case *spool.Dir:
-		fi, err := os.Lstat(filepath.Join(s.Path(), filepath.FromSlash(name)))
-		if errors.Is(err, os.ErrNotExist) {
-			return 0, false, nil
-		}
-		if err != nil {
-			return 0, false, fmt.Errorf("spool %s: stat %s: %w", s, name, err)
-		}
-		t = fi.ModTime()
-	case modTimer:
-		var err error
-		t, err = s.ModTime(ctx, name)
-		if errors.Is(err, spool.ErrNotFound) {
-			return 0, false, nil
-		}
-		if err != nil {
-			return 0, false, err
-		}
-	default:
-		return 0, false, nil
-	}
-	return max(now.Sub(t), 0), true, nil
 }

@@ -386,12 +386,14 @@ type Page struct {
 	Next string
 }
 
-// Key is one key of a listing, its object's size and its ETag as the
-// store sent it (quotes removed): the store's tag of the object's bytes.
+// Key is one key of a listing, its object's size, its ETag as the store
+// sent it (quotes removed): the store's tag of the object's bytes, and
+// when the store recorded it.
 type Key struct {
-	Key  string
-	Size int64
-	ETag string
+	Key     string
+	Size    int64
+	ETag    string
+	ModTime time.Time // zero when the store sent no LastModified
 }
 
 // List asks for one page of the keys starting with q.Prefix. Keys come
@@ -424,7 +426,7 @@ func (c *Client) List(ctx context.Context, q ListQuery) (Page, error) {
 				return Page{}, fmt.Errorf("listing: key: %w", err)
 			}
 		}
-		p.Keys = append(p.Keys, Key{Key: k, Size: aws.ToInt64(o.Size), ETag: strings.Trim(aws.ToString(o.ETag), `"`)})
+		p.Keys = append(p.Keys, Key{Key: k, Size: aws.ToInt64(o.Size), ETag: strings.Trim(aws.ToString(o.ETag), `"`), ModTime: aws.ToTime(o.LastModified)})
 	}
 	if aws.ToBool(out.IsTruncated) {
 		if p.Next = aws.ToString(out.NextContinuationToken); p.Next == "" {

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/muster-tool/muster/spool"
 )
@@ -41,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) spool.Spool) {
 		{"ListMatchesPrefixFilter", testListProperty},
 		{"ListStopsOnError", testListStops},
 		{"ListAfter", testListAfter},
+		{"ListDates", testListDates},
 		{"PutNew", testPutNew},
 		{"Canceled", testCanceled},
 		{"ConcurrentWriters", testConcurrentWriters},
@@ -270,6 +272,20 @@ func testDeleteMany(t *testing.T, s spool.Spool) {
 	}
 	if _, err := s.Stat(ctx, kept[0]); err != nil {
 		t.Errorf("DeleteMany refused for a bad name still removed %s: %v", kept[0], err)
+	}
+}
+
+// testListDates: List dates each object when the store recorded it, which
+// spool gc's age rule reads instead of asking per object.
+func testListDates(t *testing.T, s spool.Spool) {
+	before := time.Now()
+	put(t, s, "decl/00000000000000000001/run/n1", []byte("bundle"))
+	for _, i := range list(t, s, "decl/") {
+		// A minute either way: a store's clock, and FAT's two-second
+		// times.
+		if i.ModTime.Before(before.Add(-time.Minute)) || i.ModTime.After(time.Now().Add(time.Minute)) {
+			t.Errorf("List dates %s %v, want about %v", i.Name, i.ModTime, before)
+		}
 	}
 }
 
