@@ -527,6 +527,27 @@ func (d *Dir) deleteMany(ctx context.Context, names []string, gone []bool) error
 	return cmp.Or(removeErr, syncErr)
 }
 
+// subdirs reads the one directory prefix names; see Subdirs.
+func (d *Dir) subdirs(ctx context.Context, prefix string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("spool %s: list %s: %w", d, prefix, err)
+	}
+	entries, err := os.ReadDir(d.file(strings.TrimSuffix(prefix, "/")))
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, d.fail("list", prefix, err)
+	}
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() && ValidName(prefix+e.Name()) == nil {
+			dirs = append(dirs, prefix+e.Name()+"/")
+		}
+	}
+	return dirs, nil
+}
+
 // List calls fn for each object whose name starts with prefix, in lexical
 // order; see Spool.List. Only the directory named by the prefix up to its
 // last "/" and the directories below it that match are read, so listing

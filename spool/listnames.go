@@ -1,6 +1,10 @@
 package spool
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"strings"
+)
 
 // nameLister is implemented by backends whose listing has no sizes, so
 // that List costs a stat of every object (a directory) while names alone
@@ -42,4 +46,47 @@ func ListAfter(ctx context.Context, sp Spool, prefix, after string, fn func(Info
 		}
 		return fn(i)
 	})
+}
+
+// subdirLister is implemented by backends that can name the directories
+// below a prefix without listing the objects in them.
+type subdirLister interface {
+	subdirs(ctx context.Context, prefix string) ([]string, error)
+}
+
+// Subdirs returns the directories directly below prefix (which ends in
+// "/") that hold objects, each as a prefix ending in "/", in lexical
+// order: the runs of a generation below "decl/<gen>/", say. A store
+// that can is asked for the directories alone (S3: a listing with a
+// delimiter, one request per 1,000 directories however many objects they
+// hold; a directory: one directory read, which may also name a directory
+// left empty); any other lists every object below prefix.
+func Subdirs(ctx context.Context, sp Spool, prefix string) ([]string, error) {
+	if !strings.HasSuffix(prefix, "/") {
+		return nil, fmt.Errorf("spool %s: directories below %q: the prefix must end in /", sp, prefix)
+	}
+	if err := ValidPrefix(prefix); err != nil {
+		return nil, err
+	}
+	if sl, ok := sp.(subdirLister); ok {
+		return sl.subdirs(ctx, prefix)
+	}
+	var dirs []string
+	err := sp.List(ctx, prefix, func(i Info) error {
+		if dir, ok := subdirOf(prefix, i.Name); ok && (len(dirs) == 0 || dirs[len(dirs)-1] != dir) {
+			dirs = append(dirs, dir)
+		}
+		return nil
+	})
+	return dirs, err
+}
+
+// subdirOf returns the directory directly below prefix that name is in,
+// as a prefix ending in "/", and false if name is directly in prefix.
+func subdirOf(prefix, name string) (string, bool) {
+	seg, _, deeper := strings.Cut(strings.TrimPrefix(name, prefix), "/")
+	if !deeper {
+		return "", false
+	}
+	return prefix + seg + "/", true
 }

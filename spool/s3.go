@@ -561,6 +561,47 @@ func (s *S3) ListAfter(ctx context.Context, prefix, after string, fn func(Info) 
 	}
 }
 
+// subdirs asks the store for the common prefixes below prefix with the
+// delimiter "/"; see Subdirs. A store that ignores the delimiter lists
+// every key, and the directories are taken from them.
+func (s *S3) subdirs(ctx context.Context, prefix string) ([]string, error) {
+	op := "list " + prefix
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("spool %s: %s: %w", s, op, err)
+	}
+	q := s3client.ListQuery{Prefix: s.base + prefix, Max: s.cfg.PageSize, Delimiter: "/"}
+	seen := map[string]bool{}
+	var dirs []string
+	add := func(key string) {
+		dir, ok := subdirOf(q.Prefix, key)
+		if !ok || seen[dir] {
+			return
+		}
+		if name := strings.TrimPrefix(dir, s.base); ValidPrefix(name) == nil {
+			seen[dir] = true
+			dirs = append(dirs, name)
+		}
+	}
+	for {
+		page, err := s.store.List(ctx, q)
+		if err != nil {
+			return nil, s.failed(ctx, op, "", err)
+		}
+		for _, p := range page.Prefixes {
+			add(p)
+		}
+		for _, k := range page.Keys {
+			add(k.Key)
+		}
+		if page.Next == "" {
+			break
+		}
+		q.Token = page.Next
+	}
+	slices.Sort(dirs)
+	return dirs, nil
+}
+
 // idKeyed are the prefixes whose objects are named by an id first (a node
 // id, a token id: lowercase hex), so that the first digit of the id
 // splits a long listing into ranges of about equal size.

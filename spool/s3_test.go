@@ -536,3 +536,32 @@ func TestS3DeleteManyBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Subdirs on S3 is one listing with a delimiter however many objects the
+// directories hold: spool gc finds a generation's declare runs without
+// listing a bundle per node.
+func TestS3SubdirsOneRequest(t *testing.T) {
+	srv := s3server.Start(t)
+	srv.SetEnv(t)
+	px := srv.Proxy(t)
+	sp, err := spool.Open(px.URL("dirs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := make([]spool.Object, 2500)
+	for i := range objs {
+		objs[i] = spool.Object{Name: spool.DeclName(1, fmt.Sprintf("run%d", i%3), fmt.Sprintf("%032x", i)), Data: []byte("bundle")}
+	}
+	if err := spool.PutManyNew(t.Context(), sp, objs); err != nil {
+		t.Fatal(err)
+	}
+	px.Reset()
+	prefix := spool.DeclPrefix + spool.GenerationName(1) + "/"
+	got, err := spool.Subdirs(t.Context(), sp, prefix)
+	if want := []string{prefix + "run0/", prefix + "run1/", prefix + "run2/"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("Subdirs = %q, %v; want %q", got, err, want)
+	}
+	if n := px.Count(); !maps.Equal(n, map[string]int{s3server.KindList: 1}) {
+		t.Errorf("requests %v, want one LIST", n)
+	}
+}

@@ -899,3 +899,19 @@ func TestS3DeleteManyFallsBack(t *testing.T) {
 		t.Errorf("requests %q, want %q", got, want)
 	}
 }
+
+// A store that ignores the delimiter lists every key: Subdirs takes the
+// directories from the keys, so that spool gc still finds every run.
+func TestS3SubdirsStoreIgnoresDelimiter(t *testing.T) {
+	keys := []string{"p/decl/1/runa/n1", "p/decl/1/runa/n2", "p/decl/1/runb/n1", "p/decl/1/x", "p/decl/2/runc/n1"}
+	sp, queries := fakeListingOf(t, keys, listingFake{})
+	got, err := spool.Subdirs(t.Context(), sp, "decl/1/")
+	if want := []string{"decl/1/runa/", "decl/1/runb/"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("Subdirs = %q, %v; want %q", got, err, want)
+	}
+	for _, q := range queries() {
+		if q.Get("delimiter") != "/" || q.Get("prefix") != "p/decl/1/" {
+			t.Errorf("listing asked %v, want prefix p/decl/1/ and delimiter /", q)
+		}
+	}
+}

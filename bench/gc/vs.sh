@@ -4,7 +4,11 @@
 # (this, REV, this, REV, ...) so that both meet the same machine from one
 # minute to the next; the ratios are taken pair by pair.
 #
-# usage: bench/gc/vs.sh N RUNS REV
+# usage: bench/gc/vs.sh N RUNS REV [WON]
+#
+# WON (default 0) more objects are laid out once in the winning run's
+# directory, as the bundles of a fleet: gc must find the lost run
+# without listing them.
 #
 # A spool is made once (init, one enrolled host, one declare); before each
 # run the lost run's N objects, dated three hours ago, are laid out again
@@ -18,6 +22,7 @@ TOP=$(cd "$HERE/../.." && pwd)
 n=${1:?usage: vs.sh N RUNS REV}
 runs=${2:?usage: vs.sh N RUNS REV}
 rev=${3:?usage: vs.sh N RUNS REV}
+won=${4:-0}
 B=${MBENCH:-/tmp/mbench}/gc
 rm -rf "$B"
 mkdir -p "$B/bin" "$B/old" "$B/vgw/muster-test"
@@ -60,6 +65,14 @@ for i in range(n):
         f.write(b"x" * 600)
 PY
 touch -d '3 hours ago' "$lost"/*
+winner=$(cd "$B/vgw/muster-test/gc/decl/$gen" && ls)
+python3 - "$B/vgw/muster-test/gc/decl/$gen/$winner" "$won" <<'PY'
+import os, sys
+d, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    with open(os.path.join(d, f"{i:032x}"), "wb") as f:
+        f.write(b"x" * 600)
+PY
 stat_cpu() { awk '{print $14 + $15}' "/proc/$store/stat"; }
 once() {
 	cp -al "$B/template/." "$B/vgw/muster-test/gc/"

@@ -332,18 +332,36 @@ func LostRuns(ctx context.Context, sp spool.Spool, commits map[uint64]string, no
 	for _, g := range sortedGens(commits) {
 		won := commits[g]
 		gen := spool.GenerationName(g)
-		for _, prefix := range []string{spool.DeclPrefix, spool.ManifestPrefix} {
-			// The listing dates each object (S3's LastModified, a
-			// file's time): no request per object to ask its age.
-			err := sp.List(ctx, prefix+gen+"/", func(i spool.Info) error {
-				run, _, _ := strings.Cut(strings.TrimPrefix(i.Name, prefix+gen+"/"), "/")
-				if run != won && !i.ModTime.IsZero() && now.Sub(i.ModTime) >= minAge {
+		// The listing dates each object (S3's LastModified, a file's
+		// time): no request per object to ask its age.
+		lost := func(prefix string, runOf func(name string) string) error {
+			return sp.List(ctx, prefix, func(i spool.Info) error {
+				if run := runOf(i.Name); run != won && !i.ModTime.IsZero() && now.Sub(i.ModTime) >= minAge {
 					out = append(out, Removal{Object: i.Name, Rule: RuleLostRun,
 						Detail: fmt.Sprintf("declare run %s lost generation %d to run %s", run, g, won)})
 				}
 				return nil
 			})
-			if err != nil {
+		}
+		// A manifest is manifest/<gen>/<run>, one a run.
+		manifests := spool.ManifestPrefix + gen + "/"
+		if err := lost(manifests, func(name string) string { return strings.TrimPrefix(name, manifests) }); err != nil {
+			return nil, err
+		}
+		// A run's bundles are decl/<gen>/<run>/<node>: the runs are
+		// named by a listing of directories, and only a lost run's
+		// bundles are listed, not the winner's, one a node.
+		bundles := spool.DeclPrefix + gen + "/"
+		runs, err := spool.Subdirs(ctx, sp, bundles)
+		if err != nil {
+			return nil, err
+		}
+		for _, dir := range runs {
+			run := strings.TrimSuffix(strings.TrimPrefix(dir, bundles), "/")
+			if run == won {
+				continue
+			}
+			if err := lost(dir, func(string) string { return run }); err != nil {
 				return nil, err
 			}
 		}

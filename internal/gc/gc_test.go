@@ -236,6 +236,13 @@ func TestLostRunsS3(t *testing.T) {
 	if n := px.Count(); n[s3server.KindHead]+n[s3server.KindDelete] != 0 || n[s3server.KindDeleteMany] != 1 {
 		t.Errorf("gc sent %v: want no HEAD or DELETE, and one multi-object delete", n)
 	}
+	// The generation's runs are named by one listing with a delimiter;
+	// the winner's bundles, one a node, are not listed.
+	for _, r := range px.Requests() {
+		if strings.Contains(r, "prefix=gc%2Fdecl%2F") && !strings.Contains(r, "delimiter=%2F") && !strings.Contains(r, "runb") {
+			t.Errorf("gc listed %s", r)
+		}
+	}
 	want := slices.Clone(lost)
 	slices.Sort(want)
 	if got := removed(res.Removed, gc.RuleLostRun); !slices.Equal(got, want) {

@@ -376,11 +376,16 @@ type ListQuery struct {
 	StartAfter string
 	Token      string // the previous page's Next, or "" for the first page
 	Max        int    // keys per page
+	// Delimiter, when set, rolls the keys that continue past it after
+	// the prefix up into one common prefix each (Page.Prefixes).
+	Delimiter string
 }
 
 // Page is one page of a listing, in the order the store sent.
 type Page struct {
 	Keys []Key
+	// Prefixes are the common prefixes of a listing with a Delimiter.
+	Prefixes []string
 	// Next is the continuation token for the next page; "" when this
 	// page is the last.
 	Next string
@@ -412,6 +417,9 @@ func (c *Client) List(ctx context.Context, q ListQuery) (Page, error) {
 	if q.StartAfter != "" {
 		in.StartAfter = &q.StartAfter
 	}
+	if q.Delimiter != "" {
+		in.Delimiter = &q.Delimiter
+	}
 	out, err := call(ctx, c, "", func(api *s3.Client, region func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
 		return api.ListObjectsV2(ctx, in, region)
 	})
@@ -427,6 +435,15 @@ func (c *Client) List(ctx context.Context, q ListQuery) (Page, error) {
 			}
 		}
 		p.Keys = append(p.Keys, Key{Key: k, Size: aws.ToInt64(o.Size), ETag: strings.Trim(aws.ToString(o.ETag), `"`), ModTime: aws.ToTime(o.LastModified)})
+	}
+	for _, cp := range out.CommonPrefixes {
+		k := aws.ToString(cp.Prefix)
+		if out.EncodingType == types.EncodingTypeUrl {
+			if k, err = url.QueryUnescape(k); err != nil {
+				return Page{}, fmt.Errorf("listing: common prefix: %w", err)
+			}
+		}
+		p.Prefixes = append(p.Prefixes, k)
 	}
 	if aws.ToBool(out.IsTruncated) {
 		if p.Next = aws.ToString(out.NextContinuationToken); p.Next == "" {

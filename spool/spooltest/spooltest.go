@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) spool.Spool) {
 		{"ListStopsOnError", testListStops},
 		{"ListAfter", testListAfter},
 		{"ListDates", testListDates},
+		{"Subdirs", testSubdirs},
 		{"PutNew", testPutNew},
 		{"Canceled", testCanceled},
 		{"ConcurrentWriters", testConcurrentWriters},
@@ -286,6 +287,29 @@ func testListDates(t *testing.T, s spool.Spool) {
 		if i.ModTime.Before(before.Add(-time.Minute)) || i.ModTime.After(time.Now().Add(time.Minute)) {
 			t.Errorf("List dates %s %v, want about %v", i.Name, i.ModTime, before)
 		}
+	}
+}
+
+// testSubdirs: Subdirs names the directories directly below a prefix,
+// not the objects in them or directly in the prefix.
+func testSubdirs(t *testing.T, s spool.Spool) {
+	ctx := t.Context()
+	for _, name := range []string{"decl/1/runa/n1", "decl/1/runa/n2", "decl/1/runb/n1", "decl/1/runb/deeper/n3", "decl/1/x", "decl/2/runc/n1", "decl/10/rund/n1"} {
+		put(t, s, name, []byte(name))
+	}
+	got, err := spool.Subdirs(ctx, s, "decl/1/")
+	if want := []string{"decl/1/runa/", "decl/1/runb/"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("Subdirs(decl/1/) = %q, %v; want %q", got, err, want)
+	}
+	got, err = spool.Subdirs(ctx, s, "decl/")
+	if want := []string{"decl/1/", "decl/10/", "decl/2/"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("Subdirs(decl/) = %q, %v; want %q", got, err, want)
+	}
+	if got, err := spool.Subdirs(ctx, s, "decl/9/"); err != nil || len(got) != 0 {
+		t.Errorf("Subdirs of nothing = %q, %v; want none", got, err)
+	}
+	if _, err := spool.Subdirs(ctx, s, "decl/1"); err == nil {
+		t.Error("Subdirs of a prefix without a final /: no error")
 	}
 }
 
