@@ -207,6 +207,9 @@
 // (DeleteObjects, with the Content-MD5 S3 requires of it); a key the
 // store does not remove there is removed with Delete (HEAD, then DELETE),
 // and a store that answers NotImplemented gets Delete for every object.
+// Subdirs lists with the delimiter "/", one request per 1000 directories
+// however many objects they hold; from a store that ignores the delimiter
+// it takes the directories from the keys.
 //
 // Each request (one page of a listing counts as one) has a budget of
 // timeout, default 1m, for all its attempts. It is tried up to 5 times
