@@ -385,19 +385,6 @@ func (s *S3) Stat(ctx context.Context, name string) (Info, error) {
 	return Info{Name: name, Size: obj.Size}, nil
 }
 
-// ModTime returns when the store recorded object name, so that gc can
-// leave young objects alone.
-func (s *S3) ModTime(ctx context.Context, name string) (time.Time, error) {
-	obj, err := s.head(ctx, "stat", name)
-	if err != nil {
-		return time.Time{}, err
-	}
-	if obj.ModTime.IsZero() {
-		return time.Time{}, fmt.Errorf("spool %s: stat %s: the store sent no Last-Modified", s, name)
-	}
-	return obj.ModTime, nil
-}
-
 // head asks for object name's size and time (HEAD).
 func (s *S3) head(ctx context.Context, op, name string) (s3client.Object, error) {
 	if err := s.check(ctx, op, name); err != nil {

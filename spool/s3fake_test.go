@@ -173,7 +173,7 @@ func TestS3ErrorAnswers(t *testing.T) {
 		{
 			name:   "503 to a HEAD, without a body",
 			answer: func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) },
-			op:     func(sp *spool.S3) error { _, err := sp.ModTime(t.Context(), "a"); return err },
+			op:     func(sp *spool.S3) error { _, err := sp.Stat(t.Context(), "a"); return err },
 			tries:  3, is: spool.ErrUnavailable, class: fault.Temporary,
 			message: "stat a: ServiceUnavailable (HTTP 503) (gave up after 3 attempts)",
 		},
@@ -537,8 +537,8 @@ func TestS3OddPrefix(t *testing.T) {
 	if got, err := sp.Get(t.Context(), "report/a", 0); err != nil || string(got) != "x" {
 		t.Errorf("Get = %q, %v", got, err)
 	}
-	if _, err := sp.ModTime(t.Context(), "report/a"); err != nil {
-		t.Errorf("ModTime: %v", err)
+	if _, err := sp.Stat(t.Context(), "report/a"); err != nil {
+		t.Errorf("Stat: %v", err)
 	}
 	var names []string
 	if err := sp.List(t.Context(), "report/", func(i spool.Info) error { names = append(names, i.Name); return nil }); err != nil || !slices.Equal(names, []string{"report/a"}) {
@@ -549,6 +549,22 @@ func TestS3OddPrefix(t *testing.T) {
 	}
 	if _, err := sp.Stat(t.Context(), "report/a"); !errors.Is(err, spool.ErrNotFound) {
 		t.Errorf("Stat after Delete: %v, want ErrNotFound", err)
+	}
+	// The keys of a multi-object delete and of a listing by directory
+	// travel in XML, where & must be escaped.
+	for _, name := range []string{"report/n1/a", "report/n2/b"} {
+		if err := sp.Put(t.Context(), name, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if dirs, err := spool.Subdirs(t.Context(), sp, "report/"); err != nil || !slices.Equal(dirs, []string{"report/n1/", "report/n2/"}) {
+		t.Errorf("Subdirs = %q, %v", dirs, err)
+	}
+	if gone, err := spool.DeleteMany(t.Context(), sp, []string{"report/n1/a", "report/n2/b"}); err != nil || !slices.Equal(gone, []bool{true, true}) {
+		t.Errorf("DeleteMany = %v, %v", gone, err)
+	}
+	if _, err := sp.Stat(t.Context(), "report/n1/a"); !errors.Is(err, spool.ErrNotFound) {
+		t.Errorf("Stat after DeleteMany: %v, want ErrNotFound", err)
 	}
 }
 
