@@ -53,6 +53,7 @@ import (
 	"github.com/muster-tool/muster/internal/fault"
 	"github.com/muster-tool/muster/internal/generation"
 	"github.com/muster-tool/muster/internal/mesh"
+	"github.com/muster-tool/muster/internal/workpool"
 	"github.com/muster-tool/muster/spool"
 )
 
@@ -299,19 +300,39 @@ func readCommits(ctx context.Context, sp spool.Spool, key ed25519.PublicKey, res
 			return runs, nil
 		}
 	}
-	for _, g := range gens {
-		c, err := generation.ReadCommit(ctx, sp, g, key)
+	// One commit a generation, each a round trip to an object store:
+	// after years of daily declares, a thousand of them. They are read
+	// several at once.
+	won := make([]string, len(gens))
+	refused := make([]error, len(gens))
+	err = workpool.Run(ctx, len(gens), perGeneration, func(i int) error {
+		c, err := generation.ReadCommit(ctx, sp, gens[i], key)
 		if errors.Is(err, spool.ErrUnavailable) {
-			return nil, err
+			return err
 		}
 		if err != nil {
-			res.Notes = append(res.Notes, fmt.Sprintf("kept generation %d: %v", g, err))
+			refused[i] = err
+			return nil
+		}
+		won[i] = c.Run
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, g := range gens {
+		if refused[i] != nil {
+			res.Notes = append(res.Notes, fmt.Sprintf("kept generation %d: %v", g, refused[i]))
 			continue
 		}
-		runs[g] = c.Run
+		runs[g] = won[i]
 	}
 	return runs, nil
 }
+
+// perGeneration is how many generations gc reads at once (their commits,
+// their runs).
+var perGeneration = 16
 
 // publishedKey returns the key that signs the spool's mesh/keys object:
 // the mesh's signing key, since only it can sign that object.
@@ -328,42 +349,56 @@ func publishedKey(ctx context.Context, sp spool.Spool) (ed25519.PublicKey, error
 // generation to the run its commit names. Objects younger than minAge are
 // kept, and so are objects whose age the spool cannot tell.
 func LostRuns(ctx context.Context, sp spool.Spool, commits map[uint64]string, now time.Time, minAge time.Duration) ([]Removal, error) {
+	gens := sortedGens(commits)
+	found := make([][]Removal, len(gens))
+	// Two listings a generation, each a round trip to an object store:
+	// several generations at once.
+	err := workpool.Run(ctx, len(gens), perGeneration, func(i int) error {
+		var err error
+		found[i], err = lostRuns(ctx, sp, gens[i], commits[gens[i]], now, minAge)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return slices.Concat(found...), nil
+}
+
+// lostRuns is LostRuns for generation g, whose commit names run won.
+func lostRuns(ctx context.Context, sp spool.Spool, g uint64, won string, now time.Time, minAge time.Duration) ([]Removal, error) {
 	var out []Removal
-	for _, g := range sortedGens(commits) {
-		won := commits[g]
-		gen := spool.GenerationName(g)
-		// The listing dates each object (S3's LastModified, a file's
-		// time): no request per object to ask its age.
-		lost := func(prefix string, runOf func(name string) string) error {
-			return sp.List(ctx, prefix, func(i spool.Info) error {
-				if run := runOf(i.Name); run != won && !i.ModTime.IsZero() && now.Sub(i.ModTime) >= minAge {
-					out = append(out, Removal{Object: i.Name, Rule: RuleLostRun,
-						Detail: fmt.Sprintf("declare run %s lost generation %d to run %s", run, g, won)})
-				}
-				return nil
-			})
-		}
-		// A manifest is manifest/<gen>/<run>, one a run.
-		manifests := spool.ManifestPrefix + gen + "/"
-		if err := lost(manifests, func(name string) string { return strings.TrimPrefix(name, manifests) }); err != nil {
-			return nil, err
-		}
-		// A run's bundles are decl/<gen>/<run>/<node>: the runs are
-		// named by a listing of directories, and only a lost run's
-		// bundles are listed, not the winner's, one a node.
-		bundles := spool.DeclPrefix + gen + "/"
-		runs, err := spool.Subdirs(ctx, sp, bundles)
-		if err != nil {
-			return nil, err
-		}
-		for _, dir := range runs {
-			run := strings.TrimSuffix(strings.TrimPrefix(dir, bundles), "/")
-			if run == won {
-				continue
+	gen := spool.GenerationName(g)
+	// The listing dates each object (S3's LastModified, a file's time):
+	// no request per object to ask its age.
+	lost := func(prefix string, runOf func(name string) string) error {
+		return sp.List(ctx, prefix, func(i spool.Info) error {
+			if run := runOf(i.Name); run != won && !i.ModTime.IsZero() && now.Sub(i.ModTime) >= minAge {
+				out = append(out, Removal{Object: i.Name, Rule: RuleLostRun,
+					Detail: fmt.Sprintf("declare run %s lost generation %d to run %s", run, g, won)})
 			}
-			if err := lost(dir, func(string) string { return run }); err != nil {
-				return nil, err
-			}
+			return nil
+		})
+	}
+	// A manifest is manifest/<gen>/<run>, one a run.
+	manifests := spool.ManifestPrefix + gen + "/"
+	if err := lost(manifests, func(name string) string { return strings.TrimPrefix(name, manifests) }); err != nil {
+		return nil, err
+	}
+	// A run's bundles are decl/<gen>/<run>/<node>: the runs are named by
+	// a listing of directories, and only a lost run's bundles are listed,
+	// not the winner's, one a node.
+	bundles := spool.DeclPrefix + gen + "/"
+	runs, err := spool.Subdirs(ctx, sp, bundles)
+	if err != nil {
+		return nil, err
+	}
+	for _, dir := range runs {
+		run := strings.TrimSuffix(strings.TrimPrefix(dir, bundles), "/")
+		if run == won {
+			continue
+		}
+		if err := lost(dir, func(string) string { return run }); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

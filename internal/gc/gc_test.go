@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -445,6 +446,82 @@ func TestRemovalFails(t *testing.T) {
 	for _, n := range names {
 		if said[n] == f.present(n) {
 			t.Errorf("%s: said removed %v, still there %v", n, said[n], f.present(n))
+		}
+	}
+}
+
+// gc reads each generation's commit and lists its runs on every run:
+// after years of daily declares, thousands of round trips to an object
+// store. Several generations are read at once.
+func TestGenerationsReadAtOnce(t *testing.T) {
+	srv := s3server.Start(t)
+	srv.SetEnv(t)
+	px := srv.Proxy(t)
+	f := newFixture(t, px.URL("gc"))
+	const gens = 40
+	for g := uint64(1); g <= gens; g++ {
+		f.commit(g, "run", f.m.Pair.Sign)
+	}
+	_, other, _ := ed25519.GenerateKey(nil)
+	f.commit(gens+1, "forged", other)
+	px.SetDelay(10 * time.Millisecond)
+	px.Reset()
+	res, err := gc.Run(t.Context(), f.sp, gc.Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The mesh's keys, and each commit once.
+	if n := px.Count()[s3server.KindGet]; n != gens+2 {
+		t.Errorf("%d GETs, want %d", n, gens+2)
+	}
+	if n := px.MaxInFlight(); n < 2 {
+		t.Errorf("at most %d request in flight: the generations were read one after another", n)
+	}
+	if len(res.Notes) != 1 || !strings.Contains(res.Notes[0], fmt.Sprintf("generation %d", gens+1)) {
+		t.Errorf("notes = %q, want one keeping generation %d, whose commit is forged", res.Notes, gens+1)
+	}
+}
+
+// BenchmarkGenerations runs gc (a dry run) on an S3 spool of
+// MUSTER_BENCH_GC_GENERATIONS committed generations (default 200) through
+// a proxy that holds each request 30 ms, as a store across a network
+// answers, reading one generation at a time (at_once=1, as before) and
+// several (at_once=16), in turn, twice.
+//
+//	go test -run '^$' -bench Generations ./internal/gc
+func BenchmarkGenerations(b *testing.B) {
+	gens := 200
+	if n, err := strconv.Atoi(os.Getenv("MUSTER_BENCH_GC_GENERATIONS")); err == nil && n > 0 {
+		gens = n
+	}
+	srv := s3server.Start(b)
+	srv.SetEnv(b)
+	px := srv.Proxy(b)
+	m, err := mesh.Init(b.Context(), filepath.Join(b.TempDir(), "mesh"), px.URL("gc"), time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for g := uint64(1); g <= uint64(gens); g++ {
+		c, err := bundle.SignTOML(generation.Commit{Version: 1, Generation: g, Run: "run", DeclaredAt: time.Now().UTC().Truncate(time.Second)},
+			generation.CommitCtx(g), m.Pair.Sign)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := m.Spool.Put(b.Context(), spool.CommitName(g), c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	px.SetDelay(30 * time.Millisecond)
+	for range 2 {
+		for _, n := range []int{1, 16} {
+			b.Run(fmt.Sprintf("generations=%d/at_once=%d", gens, n), func(b *testing.B) {
+				defer gc.SetPerGeneration(n)()
+				for b.Loop() {
+					if _, err := gc.Run(b.Context(), m.Spool, gc.Options{DryRun: true}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
 	}
 }

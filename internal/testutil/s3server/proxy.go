@@ -24,6 +24,9 @@ type Proxy struct {
 	seen  []string // "KIND /path", in order
 	conns int      // connections clients opened
 	delay time.Duration
+	// inFlight are the requests being answered now, and maxInFlight the
+	// most there were at once since the last Reset.
+	inFlight, maxInFlight int
 }
 
 // Request kinds as Proxy counts them: a listing (GET of the bucket) is
@@ -50,6 +53,7 @@ func (s *Server) Proxy(t testing.TB) *Proxy {
 	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: s.addr})
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.count(r)
+		defer p.begin()()
 		if d := p.Delay(); d > 0 {
 			time.Sleep(d)
 		}
@@ -82,6 +86,29 @@ func (p *Proxy) count(r *http.Request) {
 	p.mu.Unlock()
 }
 
+// begin counts a request in flight until the function it returns is
+// called.
+func (p *Proxy) begin() func() {
+	p.mu.Lock()
+	p.inFlight++
+	p.maxInFlight = max(p.maxInFlight, p.inFlight)
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		p.inFlight--
+		p.mu.Unlock()
+	}
+}
+
+// MaxInFlight returns the most requests the proxy was answering at once
+// since the last Reset: a client that sends one request after another
+// never has two.
+func (p *Proxy) MaxInFlight() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.maxInFlight
+}
+
 // SetDelay holds every request d before passing it on, as a store
 // across a network answers later than one on loopback.
 func (p *Proxy) SetDelay(d time.Duration) {
@@ -109,7 +136,7 @@ func (p *Proxy) Endpoint() string { return p.addr }
 // Reset forgets the requests and connections counted so far.
 func (p *Proxy) Reset() {
 	p.mu.Lock()
-	p.seen, p.conns = nil, 0
+	p.seen, p.conns, p.maxInFlight = nil, 0, p.inFlight
 	p.mu.Unlock()
 }
 

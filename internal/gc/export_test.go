@@ -1,0 +1,9 @@
+package gc
+
+// SetPerGeneration sets how many generations gc reads at once, until the
+// returned function restores it.
+func SetPerGeneration(n int) (restore func()) {
+	old := perGeneration
+	perGeneration = n
+	return func() { perGeneration = old }
+}
