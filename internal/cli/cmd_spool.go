@@ -541,17 +541,13 @@ func runSpoolGC(env *Env, o spoolGCOptions, args []string) error {
 			return err
 		}
 		opts.DecidedJoins = gcDecided(reg)
-		for _, r := range st.SupersededReports() {
-			opts.SupersededReports = append(opts.SupersededReports, gc.Replaced{Object: r.Object, By: r.By})
-		}
+		opts.SupersededReports = st.SupersededReports()
 		briefs, refused, err := reg.SupersededBriefings(env.Ctx, m)
 		if err != nil {
 			return err
 		}
 		env.Warn(refused)
-		for _, b := range briefs {
-			opts.SupersededBriefings = append(opts.SupersededBriefings, gc.Replaced{Object: b.Object, By: b.By})
-		}
+		opts.SupersededBriefings = briefs
 		if o.Keep == 0 {
 			break
 		}

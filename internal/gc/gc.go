@@ -50,6 +50,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/muster-tool/muster/internal/enrol"
 	"github.com/muster-tool/muster/internal/fault"
 	"github.com/muster-tool/muster/internal/generation"
 	"github.com/muster-tool/muster/internal/mesh"
@@ -103,15 +104,9 @@ type Options struct {
 	// superseded-report and superseded-briefing rules for these objects.
 	// Only the mesh can tell which they are, as reports and briefings are
 	// sealed to it.
-	SupersededReports, SupersededBriefings []Replaced
-}
-
-// Replaced is an object no reader needs any more, and the newer one read
-// in its place: a report no answer of report depends on, with the newer
-// report of its generation counted instead, or a briefing older than its
-// node's newest, which verified.
-type Replaced struct {
-	Object, By string
+	// Each names the object no reader needs any more and the newer one
+	// read in its place.
+	SupersededReports, SupersededBriefings []enrol.Superseded
 }
 
 // Revoked is an identity the mesh no longer trusts, for the revoked rule.
