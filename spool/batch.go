@@ -104,14 +104,25 @@ func DeleteMany(ctx context.Context, sp Spool, names []string) ([]bool, error) {
 	if b, ok := sp.(batchDeleter); ok {
 		return gone, b.deleteMany(ctx, names, gone)
 	}
-	err := workpool.Run(ctx, len(names), deletesInFlight, func(i int) error {
-		if err := sp.Delete(ctx, names[i]); err != nil {
+	return gone, deleteEach(ctx, sp, names, gone, deletesInFlight)
+}
+
+// deleteEach removes with Delete, at most inFlight at once, each named
+// object not yet gone, and marks it gone.
+func deleteEach(ctx context.Context, sp Spool, names []string, gone []bool, inFlight int) error {
+	var left []int
+	for i := range names {
+		if !gone[i] {
+			left = append(left, i)
+		}
+	}
+	return workpool.Run(ctx, len(left), inFlight, func(j int) error {
+		if err := sp.Delete(ctx, names[left[j]]); err != nil {
 			return err
 		}
-		gone[i] = true
+		gone[left[j]] = true
 		return nil
 	})
-	return gone, err
 }
 
 // putMany writes every temp file unsynced, makes them all durable with one

@@ -450,21 +450,9 @@ func (s *S3) deleteMany(ctx context.Context, names []string, gone []bool) error 
 				return s.failed(ctx, "delete", fmt.Sprintf("%s and %d more", names[lo], hi-lo-1), err)
 			}
 		}
-		var left []int
-		for i := lo; i < hi; i++ {
-			if !gone[i] {
-				left = append(left, i)
-			}
-		}
-		// One by one, as many in flight in all as DeleteMany has
-		// where a backend knows no batch.
-		return workpool.Run(ctx, len(left), deletesInFlight/s3BatchDeletes, func(j int) error {
-			if err := s.Delete(ctx, names[left[j]]); err != nil {
-				return err
-			}
-			gone[left[j]] = true
-			return nil
-		})
+		// The rest one by one, as many in flight in all as DeleteMany
+		// has where a backend knows no batch.
+		return deleteEach(ctx, s, names[lo:hi], gone[lo:hi], deletesInFlight/s3BatchDeletes)
 	})
 }
 
