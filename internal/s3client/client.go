@@ -426,22 +426,29 @@ func (c *Client) List(ctx context.Context, q ListQuery) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
+	// decode undoes the listing's URL encoding of a key or prefix.
+	decode := func(what string, k *string) (string, error) {
+		if out.EncodingType != types.EncodingTypeUrl {
+			return aws.ToString(k), nil
+		}
+		d, err := url.QueryUnescape(aws.ToString(k))
+		if err != nil {
+			return "", fmt.Errorf("listing: %s: %w", what, err)
+		}
+		return d, nil
+	}
 	var p Page
 	for _, o := range out.Contents {
-		k := aws.ToString(o.Key)
-		if out.EncodingType == types.EncodingTypeUrl {
-			if k, err = url.QueryUnescape(k); err != nil {
-				return Page{}, fmt.Errorf("listing: key: %w", err)
-			}
+		k, err := decode("key", o.Key)
+		if err != nil {
+			return Page{}, err
 		}
 		p.Keys = append(p.Keys, Key{Key: k, Size: aws.ToInt64(o.Size), ETag: strings.Trim(aws.ToString(o.ETag), `"`), ModTime: aws.ToTime(o.LastModified)})
 	}
 	for _, cp := range out.CommonPrefixes {
-		k := aws.ToString(cp.Prefix)
-		if out.EncodingType == types.EncodingTypeUrl {
-			if k, err = url.QueryUnescape(k); err != nil {
-				return Page{}, fmt.Errorf("listing: common prefix: %w", err)
-			}
+		k, err := decode("common prefix", cp.Prefix)
+		if err != nil {
+			return Page{}, err
 		}
 		p.Prefixes = append(p.Prefixes, k)
 	}

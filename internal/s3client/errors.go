@@ -112,9 +112,10 @@ func Status(err error) int {
 }
 
 // Retryable reports whether trying the same request again may succeed:
-// throttling, a server error other than Not Implemented, a timeout, a connection that broke or was
-// refused. Credentials that could not be found are not: the SDK's
-// providers retry on their own, and a missing source stays missing.
+// throttling, a server error other than Not Implemented, a timeout, a
+// connection that broke or was refused. Credentials that could not be
+// found are not: the SDK's providers retry on their own, and a missing
+// source stays missing.
 func Retryable(err error) bool {
 	var e *Error
 	if errors.As(err, &e) {
