@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"crypto/ed25519"
 	"errors"
 	"fmt"
@@ -17,7 +18,6 @@ import (
 	"github.com/muster-tool/muster/internal/fault"
 	"github.com/muster-tool/muster/internal/fleet"
 	"github.com/muster-tool/muster/internal/gc"
-	"github.com/muster-tool/muster/internal/generation"
 	"github.com/muster-tool/muster/internal/mesh"
 	"github.com/muster-tool/muster/internal/spoolcheck"
 	"github.com/muster-tool/muster/spool"
@@ -343,49 +343,27 @@ func runSpoolVerify(env *Env, o spoolVerifyOptions, args []string) error {
 	return nil
 }
 
-// gcMovedPast tells `spool gc --keep` whether every node has moved past
-// generation gen, so that none needs its declaration bundle any more. A host
-// always fetches the newest committed generation that holds a bundle for
-// it, so generation gen's bundles are needed until every node in its
-// manifest has a bundle in a newer committed generation. A generation whose
-// manifest cannot be read counts as not moved past.
-var gcMovedPast = func(env *Env, m *mesh.Mesh) (func(gen uint64) bool, error) {
-	gens, err := generation.Committed(env.Ctx, m.Spool)
-	if err != nil {
-		return nil, err
-	}
-	nodes := map[uint64]map[string]bool{}
-	for _, g := range gens {
-		man, err := declare.ReadManifest(env.Ctx, m, g)
+// gcAssigned gives `spool gc --keep` the nodes each generation assigned a
+// declaration bundle, from its manifest (gc.MovedPast says which
+// generations every node has moved past). A manifest that cannot be read
+// keeps its generation, with a warning; a spool that cannot be reached
+// stops gc.
+func gcAssigned(env *Env, m *mesh.Mesh) gc.Assigned {
+	return func(ctx context.Context, gen uint64, run string) ([]string, bool, error) {
+		man, err := declare.ManifestOf(ctx, m, gen, run)
+		if errors.Is(err, spool.ErrUnavailable) || ctx.Err() != nil {
+			return nil, false, err
+		}
 		if err != nil {
-			env.Warnf("--keep: generation %d: %v; keeping it", g, err)
-			continue
+			env.Warnf("--keep: generation %d: %v; keeping it", gen, err)
+			return nil, false, nil
 		}
-		set := map[string]bool{}
-		for _, n := range man.Nodes {
-			set[n.NodeID] = true
+		ids := make([]string, len(man.Nodes))
+		for i, n := range man.Nodes {
+			ids[i] = n.NodeID
 		}
-		nodes[g] = set
+		return ids, true, nil
 	}
-	return func(gen uint64) bool {
-		set, ok := nodes[gen]
-		if !ok {
-			return false
-		}
-		for id := range set {
-			newer := false
-			for g, s := range nodes {
-				if g > gen && s[id] {
-					newer = true
-					break
-				}
-			}
-			if !newer {
-				return false
-			}
-		}
-		return true
-	}, nil
 }
 
 // gcRevoked gives `spool gc` the identities the mesh no longer trusts,
@@ -467,9 +445,10 @@ func cmdSpoolGC() *Command {
   - declaration bundles and manifests of a declare run that lost the race
     for its generation (another run's commit names that generation), older
     than an hour;
-  - with --keep N, declaration bundles and manifests of generations older
-    than the N newest committed ones, but never of the newest, and never of
-    a generation a node has not moved past. This needs --mesh;
+  - with --keep N, declaration bundles of generations older than the N
+    newest committed ones, but never of the newest, and never of a
+    generation a node has not moved past (no newer generation assigned it
+    a bundle). Manifests stay, for report --history. This needs --mesh;
   - with the mesh (--mesh or MUSTER_MESH), the reports and briefings of
     revoked identities, which report refuses for good, except the newest
     report that carries a node's recovery copy, which a host joining again
@@ -548,18 +527,7 @@ func runSpoolGC(env *Env, o spoolGCOptions, args []string) error {
 		}
 		env.Warn(refused)
 		opts.SupersededBriefings = briefs
-		if o.Keep == 0 {
-			break
-		}
-		moved, err := gcMovedPast(env, m)
-		if err != nil {
-			return err
-		}
-		if moved == nil {
-			env.Warnf("--keep: which generations every node has moved past is not known yet; keeping every generation")
-			moved = func(uint64) bool { return false }
-		}
-		opts.Keep, opts.MovedPast = o.Keep, moved
+		opts.Keep, opts.Assigned = o.Keep, gcAssigned(env, m)
 	default:
 		var err error
 		if sp, err = openSpoolOrMesh(env); err != nil {

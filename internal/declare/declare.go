@@ -163,7 +163,7 @@ func Declare(ctx context.Context, m *mesh.Mesh, reg *enrol.Registry, briefs map[
 		var prevMan *generation.Manifest
 		if prev != nil {
 			prevGen = prev.Generation
-			if prevMan, err = manifestOf(ctx, m, prev); err != nil {
+			if prevMan, err = ManifestOf(ctx, m, prev.Generation, prev.Run); err != nil {
 				return nil, err
 			}
 		}

@@ -23,13 +23,13 @@ func ReadManifest(ctx context.Context, m *mesh.Mesh, gen uint64) (*generation.Ma
 	if err != nil {
 		return nil, err
 	}
-	return manifestOf(ctx, m, c)
+	return ManifestOf(ctx, m, c.Generation, c.Run)
 }
 
-// manifestOf reads and verifies the manifest commit c names.
-func manifestOf(ctx context.Context, m *mesh.Mesh, c *generation.Commit) (*generation.Manifest, error) {
-	gen := c.Generation
-	name := spool.ManifestName(gen, c.Run)
+// ManifestOf reads and verifies the manifest of generation gen written by
+// run, the run gen's commit (already read and verified) names.
+func ManifestOf(ctx context.Context, m *mesh.Mesh, gen uint64, run string) (*generation.Manifest, error) {
+	name := spool.ManifestName(gen, run)
 	data, err := m.Spool.Get(ctx, name, 0)
 	if errors.Is(err, spool.ErrNotFound) {
 		return nil, fault.WithHint(fmt.Errorf("generation %d is committed but its manifest %s is missing from spool %s", gen, name, m.Spool),
@@ -39,10 +39,10 @@ func manifestOf(ctx context.Context, m *mesh.Mesh, c *generation.Commit) (*gener
 		return nil, err
 	}
 	var man generation.Manifest
-	if err := bundle.OpenTOML(data, generation.ManifestCtx(gen, c.Run), m.Pair.Age, m.Verifier(), &man); err != nil {
+	if err := bundle.OpenTOML(data, generation.ManifestCtx(gen, run), m.Pair.Age, m.Verifier(), &man); err != nil {
 		return nil, fmt.Errorf("manifest of generation %d: %w", gen, err)
 	}
-	if man.Generation != gen || man.Run != c.Run {
+	if man.Generation != gen || man.Run != run {
 		return nil, fmt.Errorf("manifest %s names generation %d of run %s", name, man.Generation, man.Run)
 	}
 	return &man, nil

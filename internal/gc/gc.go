@@ -10,11 +10,12 @@
 //     for its generation (decl/<gen>/<run>/... and manifest/<gen>/<run>
 //     where commit/<gen> names another run), older than an hour: no commit
 //     will ever name them, so no host reads them;
-//   - with Keep, declaration bundles and manifests of generations older
-//     than the Keep newest committed ones, never of the newest, and never
-//     of a generation a node has not moved past (it may still need its
-//     declaration). Commits stay: they are small and keep generation
-//     numbers from being used twice;
+//   - with Keep, declaration bundles of generations older than the Keep
+//     newest committed ones, never of the newest, and never of a
+//     generation a node has not moved past (it may still need its
+//     declaration; see MovedPast). Commits stay: they are small and keep
+//     generation numbers from being used twice; manifests stay for
+//     report's history;
 //   - with Revoked, the reports and briefings of revoked identities: they
 //     are refused for good and no reader counts them, except the report
 //     that carries its node's newest recovery copy, which a host
@@ -88,9 +89,9 @@ type Options struct {
 	// Keep, if above 0, turns on the superseded rule: keep the Keep
 	// newest committed generations.
 	Keep int
-	// MovedPast reports whether every node has moved past generation gen,
-	// so none needs its declaration any more. Required with Keep.
-	MovedPast func(gen uint64) bool
+	// Assigned tells the superseded rule which nodes each generation
+	// assigned a declaration bundle (see MovedPast). Required with Keep.
+	Assigned Assigned
 	// Revoked, if not nil, turns on the revoked rule: the identities the
 	// mesh no longer trusts, by node id. Only the mesh can tell, as
 	// revocations are sealed to it.
@@ -148,8 +149,8 @@ func Run(ctx context.Context, sp spool.Spool, opts Options) (Result, error) {
 	if opts.Keep < 0 {
 		return Result{}, fault.Usagef("keep %d: want at least 1", opts.Keep)
 	}
-	if opts.Keep > 0 && opts.MovedPast == nil {
-		return Result{}, errors.New("gc: the superseded rule needs to know which generations nodes have moved past")
+	if opts.Keep > 0 && opts.Assigned == nil {
+		return Result{}, errors.New("gc: the superseded rule needs to know which nodes each generation assigned")
 	}
 	var res Result
 	if d, ok := sp.(*spool.Dir); ok {
@@ -161,17 +162,18 @@ func Run(ctx context.Context, sp spool.Spool, opts Options) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	lost, err := LostRuns(ctx, sp, commits, opts.Now, opts.MinAge)
+	held, err := HeldGenerations(ctx, sp)
+	if err != nil {
+		return res, err
+	}
+	lost, err := LostRuns(ctx, sp, commits, held, opts.Now, opts.MinAge)
 	if err != nil {
 		return res, err
 	}
 	var sup []Removal
+	var emptied []string
 	if opts.Keep > 0 {
-		gens := make([]uint64, 0, len(commits))
-		for g := range commits {
-			gens = append(gens, g)
-		}
-		if sup, err = Superseded(ctx, sp, gens, opts.Keep, opts.MovedPast); err != nil {
+		if sup, emptied, err = Superseded(ctx, sp, commits, held, opts.Keep, opts.Assigned); err != nil {
 			return res, err
 		}
 	}
@@ -180,11 +182,12 @@ func Run(ctx context.Context, sp spool.Spool, opts Options) (Result, error) {
 		return res, err
 	}
 	var joins []Removal
-	var emptied []string
 	if opts.DecidedJoins != nil {
-		if joins, emptied, err = DecidedJoins(ctx, sp, opts.DecidedJoins); err != nil {
+		var tokens []string
+		if joins, tokens, err = DecidedJoins(ctx, sp, opts.DecidedJoins); err != nil {
 			return res, err
 		}
+		emptied = append(emptied, tokens...)
 	}
 	var replaced []Removal
 	for _, r := range opts.SupersededReports {
@@ -339,97 +342,240 @@ func publishedKey(ctx context.Context, sp spool.Spool) (ed25519.PublicKey, error
 	return mesh.PublishedSigner(data)
 }
 
+// HeldGenerations returns the generations that have a directory below
+// decl/: one listing of directories (on S3 one request per 1,000
+// generations). On a directory spool a directory may be left empty.
+func HeldGenerations(ctx context.Context, sp spool.Spool) (map[uint64]bool, error) {
+	dirs, err := spool.Subdirs(ctx, sp, spool.DeclPrefix)
+	if err != nil {
+		return nil, err
+	}
+	held := make(map[uint64]bool, len(dirs))
+	for _, d := range dirs {
+		if g, err := spool.ParseGeneration(strings.TrimSuffix(strings.TrimPrefix(d, spool.DeclPrefix), "/")); err == nil {
+			held[g] = true
+		}
+	}
+	return held, nil
+}
+
 // LostRuns selects the decl/ and manifest/ objects of declare runs that
 // lost the race for their generation: commits maps each committed
-// generation to the run its commit names. Objects younger than minAge are
+// generation to the run its commit names, and held says which generations
+// still have bundles (HeldGenerations). Objects younger than minAge are
 // kept, and so are objects whose age the spool cannot tell.
-func LostRuns(ctx context.Context, sp spool.Spool, commits map[uint64]string, now time.Time, minAge time.Duration) ([]Removal, error) {
-	gens := sortedGens(commits)
-	found := make([][]Removal, len(gens))
-	// Two listings a generation, each a round trip to an object store:
-	// several generations at once.
-	err := workpool.Run(ctx, len(gens), perGeneration, func(i int) error {
-		var err error
-		found[i], err = lostRuns(ctx, sp, gens[i], commits[gens[i]], now, minAge)
-		return err
+func LostRuns(ctx context.Context, sp spool.Spool, commits map[uint64]string, held map[uint64]bool, now time.Time, minAge time.Duration) ([]Removal, error) {
+	// The listing dates each object (S3's LastModified, a file's time):
+	// no request per object to ask its age.
+	lost := func(i spool.Info, g uint64, run string) (Removal, bool) {
+		won := commits[g]
+		if run == won || i.ModTime.IsZero() || now.Sub(i.ModTime) < minAge {
+			return Removal{}, false
+		}
+		return Removal{Object: i.Name, Rule: RuleLostRun,
+			Detail: fmt.Sprintf("declare run %s lost generation %d to run %s", run, g, won)}, true
+	}
+	// A manifest is manifest/<gen>/<run>, one a run, and stays when its
+	// generation's bundles go: one listing of them all, one request per
+	// 1,000 runs, not one a generation.
+	manifests := map[uint64][]Removal{}
+	err := sp.List(ctx, spool.ManifestPrefix, func(i spool.Info) error {
+		g, run, err := spool.ParseManifestName(i.Name)
+		if _, committed := commits[g]; err != nil || !committed {
+			return nil // not a manifest (spool verify says so), or not decided
+		}
+		if r, ok := lost(i, g, run); ok {
+			manifests[g] = append(manifests[g], r)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return slices.Concat(found...), nil
-}
-
-// lostRuns is LostRuns for generation g, whose commit names run won.
-func lostRuns(ctx context.Context, sp spool.Spool, g uint64, won string, now time.Time, minAge time.Duration) ([]Removal, error) {
-	var out []Removal
-	gen := spool.GenerationName(g)
-	// The listing dates each object (S3's LastModified, a file's time):
-	// no request per object to ask its age.
-	lost := func(prefix string, runOf func(name string) string) error {
-		return sp.List(ctx, prefix, func(i spool.Info) error {
-			if run := runOf(i.Name); run != won && !i.ModTime.IsZero() && now.Sub(i.ModTime) >= minAge {
-				out = append(out, Removal{Object: i.Name, Rule: RuleLostRun,
-					Detail: fmt.Sprintf("declare run %s lost generation %d to run %s", run, g, won)})
+	// A run's bundles are decl/<gen>/<run>/<node>: a generation's runs
+	// are named by a listing of directories, and only a lost run's
+	// bundles are listed, not the winner's, one a node. A listing is a
+	// round trip to an object store: several generations at once.
+	gens := slices.DeleteFunc(sortedGens(commits), func(g uint64) bool { return !held[g] })
+	bundles := make([][]Removal, len(gens))
+	err = workpool.Run(ctx, len(gens), perGeneration, func(k int) error {
+		g := gens[k]
+		prefix := spool.DeclPrefix + spool.GenerationName(g) + "/"
+		runs, err := spool.Subdirs(ctx, sp, prefix)
+		if err != nil {
+			return err
+		}
+		for _, dir := range runs {
+			run := strings.TrimSuffix(strings.TrimPrefix(dir, prefix), "/")
+			if run == commits[g] {
+				continue
 			}
-			return nil
-		})
-	}
-	// A manifest is manifest/<gen>/<run>, one a run.
-	manifests := spool.ManifestPrefix + gen + "/"
-	if err := lost(manifests, func(name string) string { return strings.TrimPrefix(name, manifests) }); err != nil {
-		return nil, err
-	}
-	// A run's bundles are decl/<gen>/<run>/<node>: the runs are named by
-	// a listing of directories, and only a lost run's bundles are listed,
-	// not the winner's, one a node.
-	bundles := spool.DeclPrefix + gen + "/"
-	runs, err := spool.Subdirs(ctx, sp, bundles)
-	if err != nil {
-		return nil, err
-	}
-	for _, dir := range runs {
-		run := strings.TrimSuffix(strings.TrimPrefix(dir, bundles), "/")
-		if run == won {
-			continue
-		}
-		if err := lost(dir, func(string) string { return run }); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// Superseded selects the declaration bundles (decl/) of committed
-// generations (gens, in any order) older than the keep newest, skipping
-// any generation movedPast says a node has not moved past. The newest
-// committed generation is never selected, whatever keep is. Commits and
-// manifests stay: they are small, and report needs them to tell a
-// generation's history.
-func Superseded(ctx context.Context, sp spool.Spool, gens []uint64, keep int, movedPast func(gen uint64) bool) ([]Removal, error) {
-	gens = slices.Clone(gens)
-	slices.Sort(gens)
-	slices.Reverse(gens) // newest first
-	keep = max(keep, 1)
-	if len(gens) <= keep {
-		return nil, nil
-	}
-	var out []Removal
-	for _, g := range gens[keep:] {
-		if !movedPast(g) {
-			continue
-		}
-		for _, prefix := range []string{spool.DeclPrefix} {
-			err := sp.List(ctx, prefix+spool.GenerationName(g)+"/", func(i spool.Info) error {
-				out = append(out, Removal{Object: i.Name, Rule: RuleSuperseded,
-					Detail: fmt.Sprintf("generation %d is older than the %d newest committed, and every node has moved past it", g, keep)})
+			err := sp.List(ctx, dir, func(i spool.Info) error {
+				if r, ok := lost(i, g, run); ok {
+					bundles[k] = append(bundles[k], r)
+				}
 				return nil
 			})
 			if err != nil {
-				return nil, err
+				return err
 			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// A generation's manifests, then its bundles, generation by
+	// generation.
+	var out []Removal
+	k := 0
+	for _, g := range sortedGens(commits) {
+		out = append(out, manifests[g]...)
+		if k < len(gens) && gens[k] == g {
+			out = append(out, bundles[k]...)
+			k++
 		}
 	}
 	return out, nil
+}
+
+// Assigned returns the node ids generation gen's manifest assigned a
+// declaration bundle (run is the run gen's commit names). ok is false when
+// the manifest cannot be read, which keeps gen's bundles and counts for
+// none of the generations before it; the caller says why. An error stops
+// gc.
+type Assigned func(ctx context.Context, gen uint64, run string) (nodeIDs []string, ok bool, err error)
+
+// Superseded selects the declaration bundles (decl/) of the committed
+// generations (commits: the run each names) older than the keep newest
+// that every node they were assigned to has moved past (see MovedPast).
+// held says which generations still have bundles (HeldGenerations). The
+// newest committed generation is never selected, whatever keep is.
+// Commits and manifests stay: they are small, and report needs them to
+// tell a generation's history.
+//
+// Only generations that still hold bundles are looked at, so a daily gc
+// reads the manifests of the generation that has just grown old and of the
+// one after it, not of every generation ever declared. It also returns the
+// directories of a directory spool that the selection empties, deepest
+// first, for gc to remove.
+func Superseded(ctx context.Context, sp spool.Spool, commits map[uint64]string, held map[uint64]bool, keep int, assigned Assigned) ([]Removal, []string, error) {
+	gens := sortedGens(commits)
+	keep = max(keep, 1)
+	if len(gens) <= keep {
+		return nil, nil, nil
+	}
+	objects := map[uint64][]string{}
+	var candidates []uint64
+	for _, g := range gens[:len(gens)-keep] {
+		if !held[g] {
+			continue
+		}
+		// The winning run's bundles: a lost run's are the lost-run
+		// rule's.
+		err := sp.List(ctx, runDir(g, commits[g]), func(i spool.Info) error {
+			objects[g] = append(objects[g], i.Name)
+			return nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(objects[g]) > 0 {
+			candidates = append(candidates, g)
+		}
+	}
+	moved, err := MovedPast(ctx, commits, candidates, assigned)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []Removal
+	var emptied []string
+	for _, g := range slices.Backward(candidates) {
+		if !moved[g] {
+			continue
+		}
+		for _, name := range objects[g] {
+			out = append(out, Removal{Object: name, Rule: RuleSuperseded,
+				Detail: fmt.Sprintf("generation %d is older than the %d newest committed, and every node has moved past it", g, keep)})
+		}
+		emptied = append(emptied, runDir(g, commits[g]), spool.DeclPrefix+spool.GenerationName(g)+"/")
+	}
+	return out, emptied, nil
+}
+
+// runDir is the directory of run's bundles for generation g.
+func runDir(g uint64, run string) string {
+	return spool.DeclPrefix + spool.GenerationName(g) + "/" + run + "/"
+}
+
+// MovedPast says which of the candidate generations every node they
+// assigned a bundle has moved past: each of those nodes was assigned a
+// bundle by a newer committed generation too. A host fetches the newest
+// committed generation that holds a bundle for it, so until then a node
+// may still need the older one. A generation whose manifest cannot be
+// read is not moved past, and moves no older one past.
+//
+// The manifests are read oldest first, from the oldest candidate up, and
+// only until every candidate is decided: when a fleet declares to the same
+// nodes, two manifests decide a generation. A node that no newer
+// generation names (one no role selects any more) keeps its generation,
+// and every manifest after it is read on each gc.
+func MovedPast(ctx context.Context, commits map[uint64]string, candidates []uint64, assigned Assigned) (map[uint64]bool, error) {
+	moved := map[uint64]bool{}
+	if len(candidates) == 0 {
+		return moved, nil
+	}
+	candidates = slices.Sorted(slices.Values(candidates))
+	// waiting holds, for each candidate not yet decided, the nodes not yet
+	// seen in a newer generation; order lists those candidates.
+	waiting := map[uint64]map[string]bool{}
+	var order []uint64
+	next := 0
+	for _, g := range sortedGens(commits) {
+		if g < candidates[0] {
+			continue
+		}
+		candidate := next < len(candidates) && candidates[next] == g
+		if candidate {
+			next++
+		}
+		if !candidate && len(order) == 0 {
+			if next == len(candidates) {
+				break
+			}
+			continue // nothing waits on g
+		}
+		ids, ok, err := assigned(ctx, g, commits[g])
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			order = slices.DeleteFunc(order, func(c uint64) bool {
+				for _, id := range ids {
+					delete(waiting[c], id)
+				}
+				if len(waiting[c]) > 0 {
+					return false
+				}
+				moved[c] = true
+				delete(waiting, c)
+				return true
+			})
+		}
+		if candidate && ok {
+			if len(ids) == 0 {
+				moved[g] = true // it assigned nothing to anyone
+				continue
+			}
+			w := make(map[string]bool, len(ids))
+			for _, id := range ids {
+				w[id] = true
+			}
+			waiting[g] = w
+			order = append(order, g)
+		}
+	}
+	return moved, nil
 }
 
 // RevokedObjects selects the reports and briefings of the revoked

@@ -168,16 +168,37 @@ func TestLostRuns(t *testing.T) {
 	}
 }
 
+// assignedFrom answers gc's Assigned from a table of the nodes each
+// generation assigned, counting the manifests read.
+type assignedFrom struct {
+	nodes map[uint64][]string
+	read  map[uint64]int
+}
+
+func (a *assignedFrom) assigned(_ context.Context, gen uint64, run string) ([]string, bool, error) {
+	if a.read == nil {
+		a.read = map[uint64]int{}
+	}
+	a.read[gen]++
+	ids, ok := a.nodes[gen]
+	return ids, ok, nil
+}
+
 func TestSuperseded(t *testing.T) {
 	f := newFixture(t, "")
 	objs := map[uint64][]string{}
+	a := &assignedFrom{nodes: map[uint64][]string{}}
 	for g := uint64(1); g <= 5; g++ {
-		objs[g] = f.run(g, "run", time.Now(), "n1", "n2")
+		nodes := []string{"n1", "n2"}
+		if g == 2 {
+			// n3 is assigned nothing newer, so it still needs generation 2.
+			nodes = append(nodes, "n3")
+		}
+		objs[g] = f.run(g, "run", time.Now(), nodes...)
 		f.commit(g, "run", f.m.Pair.Sign)
+		a.nodes[g] = nodes
 	}
-	// A node still on generation 2 needs its declaration.
-	movedPast := func(g uint64) bool { return g != 2 }
-	res, err := gc.Run(t.Context(), f.sp, gc.Options{Keep: 2, MovedPast: movedPast, DryRun: true})
+	res, err := gc.Run(t.Context(), f.sp, gc.Options{Keep: 2, Assigned: a.assigned, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,9 +213,26 @@ func TestSuperseded(t *testing.T) {
 	if got := removed(res.Removed, gc.RuleSuperseded); !slices.Equal(got, want) {
 		t.Errorf("superseded = %v, want the bundles of generations 1 and 3: %v", got, want)
 	}
+	// A generation whose manifest cannot be read is kept, and moves no
+	// older one past.
+	delete(a.nodes, 3)
+	res, err = gc.Run(t.Context(), f.sp, gc.Options{Keep: 2, Assigned: a.assigned, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := removed(res.Removed, gc.RuleSuperseded); len(got) != 2 || !strings.Contains(got[0], spool.GenerationName(1)) {
+		t.Errorf("generation 3 unreadable: superseded = %v, want generation 1's two bundles alone", got)
+	}
 	// The newest committed generation is never removed, whatever keep
 	// says and however far nodes moved.
-	sel, err := gc.Superseded(t.Context(), f.sp, []uint64{5, 3, 4, 1, 2}, 0, func(uint64) bool { return true })
+	a.nodes[3] = a.nodes[1]
+	runs := map[uint64]string{1: "run", 2: "run", 3: "run", 4: "run", 5: "run"}
+	everyone := func(context.Context, uint64, string) ([]string, bool, error) { return nil, true, nil }
+	held, err := gc.HeldGenerations(t.Context(), f.sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel, _, err := gc.Superseded(t.Context(), f.sp, runs, held, 0, everyone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,11 +241,95 @@ func TestSuperseded(t *testing.T) {
 			t.Errorf("keep 0 selected %s of the newest generation", r.Object)
 		}
 	}
-	if len(sel) != 4*(len(objs[1])-1) {
-		t.Errorf("keep 0 (taken as 1) selected %d objects, want those of generations 1-4", len(sel))
+	if len(sel) != 4*2+1 {
+		t.Errorf("keep 0 (taken as 1) selected %d objects, want the 9 bundles of generations 1-4", len(sel))
 	}
 	if _, err := gc.Run(t.Context(), f.sp, gc.Options{Keep: 2}); err == nil {
-		t.Error("Keep without MovedPast: no error")
+		t.Error("Keep without Assigned: no error")
+	}
+}
+
+// TestSupersededReadsFewManifests: gc --keep reads the manifests of the
+// generations that still hold bundles and of the ones after them only
+// until each is decided, not every generation's on every run, and a
+// directory spool loses the directories of the generations it emptied.
+func TestSupersededReadsFewManifests(t *testing.T) {
+	for _, backend := range []string{"dir", "s3"} {
+		t.Run(backend, func(t *testing.T) {
+			location := ""
+			var px *s3server.Proxy
+			if backend == "s3" {
+				srv := s3server.Start(t)
+				srv.SetEnv(t)
+				px = srv.Proxy(t)
+				location = px.URL("gc")
+			}
+			f := newFixture(t, location)
+			a := &assignedFrom{nodes: map[uint64][]string{}}
+			declare := func(g uint64) {
+				f.run(g, "run", time.Now(), "n1", "n2")
+				f.commit(g, "run", f.m.Pair.Sign)
+				a.nodes[g] = []string{"n1", "n2"}
+			}
+			gc1 := func() []string {
+				t.Helper()
+				a.read = nil
+				res, err := gc.Run(t.Context(), f.sp, gc.Options{Keep: 2, Assigned: a.assigned})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return removed(res.Removed, gc.RuleSuperseded)
+			}
+			for g := uint64(1); g <= 30; g++ {
+				declare(g)
+			}
+			// The first gc decides generations 1-28: each manifest from 1
+			// to 29 read once.
+			if got := gc1(); len(got) != 28*2 {
+				t.Errorf("first gc removed %d bundles, want the 56 of generations 1-28", len(got))
+			}
+			for g := uint64(1); g <= 30; g++ {
+				if n, want := a.read[g], map[bool]int{true: 1}[g <= 29]; n != want {
+					t.Errorf("first gc read generation %d's manifest %d times, want %d", g, n, want)
+				}
+			}
+			if f.dir != nil {
+				for g := uint64(1); g <= 28; g++ {
+					p := filepath.Join(f.dir.Path(), "decl", spool.GenerationName(g))
+					if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+						t.Errorf("gc left %s: %v", p, err)
+					}
+				}
+			}
+			// Nothing has grown old since: no manifest is read, and the
+			// generations whose bundles went are not listed one by one.
+			if px != nil {
+				px.Reset()
+			}
+			if got := gc1(); len(got) != 0 || len(a.read) != 0 {
+				t.Errorf("second gc removed %v and read the manifests %v, want nothing", got, a.read)
+			}
+			if px != nil {
+				// The commits, the manifests, decl/'s generations, and
+				// the runs of the two that hold bundles.
+				if n := px.Count()[s3server.KindList]; n != 5 {
+					t.Errorf("second gc sent %d listings, want 5: %v", n, px.Requests())
+				}
+			}
+			// A new generation: the one that grew old and the next decide.
+			declare(31)
+			if got := gc1(); len(got) != 2 || !strings.Contains(got[0], spool.GenerationName(29)) {
+				t.Errorf("after generation 31 gc removed %v, want generation 29's bundles", got)
+			}
+			if len(a.read) != 2 || a.read[29] != 1 || a.read[30] != 1 {
+				t.Errorf("after generation 31 gc read the manifests %v, want those of 29 and 30 once", a.read)
+			}
+			for g := uint64(1); g <= 31; g++ {
+				if !f.present(spool.ManifestName(g, "run")) || !f.present(spool.CommitName(g)) {
+					t.Errorf("gc removed the commit or manifest of generation %d", g)
+				}
+			}
+		})
 	}
 }
 
