@@ -528,6 +528,7 @@ func runSpoolGC(env *Env, o spoolGCOptions, args []string) error {
 		env.Warn(refused)
 		opts.SupersededBriefings = briefs
 		opts.Keep, opts.Assigned = o.Keep, gcAssigned(env, m)
+		opts.Memo = mesh.CacheFile(m.CacheDir(), "gc-keep", m.Spool.String())
 	default:
 		var err error
 		if sp, err = openSpoolOrMesh(env); err != nil {

@@ -1,7 +1,6 @@
 package enrol
 
 import (
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 	"github.com/muster-tool/muster/internal/bincode"
 	"github.com/muster-tool/muster/internal/hugepage"
 	"github.com/muster-tool/muster/internal/keys"
+	"github.com/muster-tool/muster/internal/mesh"
 	"github.com/muster-tool/muster/spool"
 )
 
@@ -67,8 +67,7 @@ type cachedRecord struct {
 // cacheFile is where the cache of kind for spool lives in the mesh
 // directory dir.
 func cacheFile(dir, kind, spool string) string {
-	sum := sha256.Sum256([]byte(spool))
-	return filepath.Join(dir, "cache", fmt.Sprintf("%s-%x.cache", kind, sum[:8]))
+	return mesh.CacheFile(filepath.Join(dir, "cache"), kind, spool)
 }
 
 // RegistryCachePath is where the registry cache for spool lives in the

@@ -1,15 +1,14 @@
 package fleet
 
 import (
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"time"
 	"unique"
 	"unsafe"
 
 	"github.com/muster-tool/muster/internal/bincode"
+	"github.com/muster-tool/muster/internal/mesh"
 	"github.com/muster-tool/muster/internal/outcome"
 	"github.com/muster-tool/muster/spool"
 )
@@ -278,10 +277,7 @@ func writeCache(path string, c *cacheData) error {
 // CachePath is where the report cache for spool lives in the cache
 // directory: one file per spool, so a mesh used with several spools (a
 // local copy, the shared store) keeps a cache for each.
-func CachePath(dir, spool string) string {
-	sum := sha256.Sum256([]byte(spool))
-	return filepath.Join(dir, fmt.Sprintf("report-%x.cache", sum[:8]))
-}
+func CachePath(dir, spool string) string { return mesh.CacheFile(dir, "report", spool) }
 
 // intern returns the index of s in the string table.
 func (c *cacheData) intern(idx map[string]uint32, s string) uint32 {

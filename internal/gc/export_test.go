@@ -7,3 +7,9 @@ func SetPerGeneration(n int) (restore func()) {
 	perGeneration = n
 	return func() { perGeneration = old }
 }
+
+// RunsDigest and WriteMemo let a test write the file Options.Memo names.
+var (
+	RunsDigest = runsDigest
+	WriteMemo  = writeMemo
+)

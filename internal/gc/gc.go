@@ -92,6 +92,11 @@ type Options struct {
 	// Assigned tells the superseded rule which nodes each generation
 	// assigned a declaration bundle (see MovedPast). Required with Keep.
 	Assigned Assigned
+	// Memo, if set, is the file in the mesh's cache directory where the
+	// superseded rule keeps, from one run to the next, what it learned of
+	// the generations a node still needs (see Pending), so that they cost
+	// only the manifests declared since. It can be removed at any time.
+	Memo string
 	// Revoked, if not nil, turns on the revoked rule: the identities the
 	// mesh no longer trusts, by node id. Only the mesh can tell, as
 	// revocations are sealed to it.
@@ -173,8 +178,19 @@ func Run(ctx context.Context, sp spool.Spool, opts Options) (Result, error) {
 	var sup []Removal
 	var emptied []string
 	if opts.Keep > 0 {
-		if sup, emptied, err = Superseded(ctx, sp, commits, held, opts.Keep, opts.Assigned); err != nil {
+		var known, pending map[uint64]Pending
+		if opts.Memo != "" {
+			if known, err = readMemo(opts.Memo, sp.String()); err != nil {
+				res.Notes = append(res.Notes, fmt.Sprintf("the generations still needed are worked out again: %v", err))
+			}
+		}
+		if sup, emptied, pending, err = Superseded(ctx, sp, commits, held, opts.Keep, opts.Assigned, known); err != nil {
 			return res, err
+		}
+		if opts.Memo != "" {
+			if err := writeMemo(opts.Memo, sp.String(), pending); err != nil {
+				res.Notes = append(res.Notes, fmt.Sprintf("what this gc learned of the generations still needed is not kept: %v", err))
+			}
 		}
 	}
 	rev, err := RevokedObjects(ctx, sp, opts.Revoked)
@@ -459,11 +475,11 @@ type Assigned func(ctx context.Context, gen uint64, run string) (nodeIDs []strin
 // one after it, not of every generation ever declared. It also returns the
 // directories of a directory spool that the selection empties, deepest
 // first, for gc to remove.
-func Superseded(ctx context.Context, sp spool.Spool, commits map[uint64]string, held map[uint64]bool, keep int, assigned Assigned) ([]Removal, []string, error) {
+func Superseded(ctx context.Context, sp spool.Spool, commits map[uint64]string, held map[uint64]bool, keep int, assigned Assigned, known map[uint64]Pending) (removals []Removal, emptied []string, pending map[uint64]Pending, err error) {
 	gens := sortedGens(commits)
 	keep = max(keep, 1)
 	if len(gens) <= keep {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	objects := map[uint64][]string{}
 	var candidates []uint64
@@ -478,104 +494,32 @@ func Superseded(ctx context.Context, sp spool.Spool, commits map[uint64]string, 
 			return nil
 		})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if len(objects[g]) > 0 {
 			candidates = append(candidates, g)
 		}
 	}
-	moved, err := MovedPast(ctx, commits, candidates, assigned)
+	moved, pending, err := MovedPast(ctx, commits, candidates, assigned, known)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	var out []Removal
-	var emptied []string
 	for _, g := range slices.Backward(candidates) {
 		if !moved[g] {
 			continue
 		}
 		for _, name := range objects[g] {
-			out = append(out, Removal{Object: name, Rule: RuleSuperseded,
+			removals = append(removals, Removal{Object: name, Rule: RuleSuperseded,
 				Detail: fmt.Sprintf("generation %d is older than the %d newest committed, and every node has moved past it", g, keep)})
 		}
 		emptied = append(emptied, runDir(g, commits[g]), spool.DeclPrefix+spool.GenerationName(g)+"/")
 	}
-	return out, emptied, nil
+	return removals, emptied, pending, nil
 }
 
 // runDir is the directory of run's bundles for generation g.
 func runDir(g uint64, run string) string {
 	return spool.DeclPrefix + spool.GenerationName(g) + "/" + run + "/"
-}
-
-// MovedPast says which of the candidate generations every node they
-// assigned a bundle has moved past: each of those nodes was assigned a
-// bundle by a newer committed generation too. A host fetches the newest
-// committed generation that holds a bundle for it, so until then a node
-// may still need the older one. A generation whose manifest cannot be
-// read is not moved past, and moves no older one past.
-//
-// The manifests are read oldest first, from the oldest candidate up, and
-// only until every candidate is decided: when a fleet declares to the same
-// nodes, two manifests decide a generation. A node that no newer
-// generation names (one no role selects any more) keeps its generation,
-// and every manifest after it is read on each gc.
-func MovedPast(ctx context.Context, commits map[uint64]string, candidates []uint64, assigned Assigned) (map[uint64]bool, error) {
-	moved := map[uint64]bool{}
-	if len(candidates) == 0 {
-		return moved, nil
-	}
-	candidates = slices.Sorted(slices.Values(candidates))
-	// waiting holds, for each candidate not yet decided, the nodes not yet
-	// seen in a newer generation; order lists those candidates.
-	waiting := map[uint64]map[string]bool{}
-	var order []uint64
-	next := 0
-	for _, g := range sortedGens(commits) {
-		if g < candidates[0] {
-			continue
-		}
-		candidate := next < len(candidates) && candidates[next] == g
-		if candidate {
-			next++
-		}
-		if !candidate && len(order) == 0 {
-			if next == len(candidates) {
-				break
-			}
-			continue // nothing waits on g
-		}
-		ids, ok, err := assigned(ctx, g, commits[g])
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			order = slices.DeleteFunc(order, func(c uint64) bool {
-				for _, id := range ids {
-					delete(waiting[c], id)
-				}
-				if len(waiting[c]) > 0 {
-					return false
-				}
-				moved[c] = true
-				delete(waiting, c)
-				return true
-			})
-		}
-		if candidate && ok {
-			if len(ids) == 0 {
-				moved[g] = true // it assigned nothing to anyone
-				continue
-			}
-			w := make(map[string]bool, len(ids))
-			for _, id := range ids {
-				w[id] = true
-			}
-			waiting[g] = w
-			order = append(order, g)
-		}
-	}
-	return moved, nil
 }
 
 // RevokedObjects selects the reports and briefings of the revoked

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -232,7 +233,7 @@ func TestSuperseded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sel, _, err := gc.Superseded(t.Context(), f.sp, runs, held, 0, everyone)
+	sel, _, _, err := gc.Superseded(t.Context(), f.sp, runs, held, 0, everyone, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -646,4 +647,93 @@ func BenchmarkGenerations(b *testing.B) {
 			})
 		}
 	}
+}
+
+// TestSupersededRemembersWhatIsStillNeeded: a generation a node still
+// needs (n9, in generation 3 and no newer one) costs each later gc only
+// the manifests declared since, through the file Memo names; a file that
+// no longer matches the spool's commits, or cannot be read, is worked out
+// again from the manifests.
+func TestSupersededRemembersWhatIsStillNeeded(t *testing.T) {
+	f := newFixture(t, "")
+	memo := filepath.Join(t.TempDir(), "cache", "gc-keep.cache")
+	a := &assignedFrom{nodes: map[uint64][]string{}}
+	declare := func(g uint64, nodes ...string) {
+		f.run(g, "run", time.Now(), nodes...)
+		f.commit(g, "run", f.m.Pair.Sign)
+		a.nodes[g] = nodes
+	}
+	gc1 := func(what string, wantGens []uint64, wantRead []uint64) gc.Result {
+		t.Helper()
+		a.read = nil
+		res, err := gc.Run(t.Context(), f.sp, gc.Options{Keep: 2, Assigned: a.assigned, Memo: memo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gens []uint64
+		for _, o := range removed(res.Removed, gc.RuleSuperseded) {
+			g, _, _, err := spool.ParseDeclName(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(gens, g) {
+				gens = append(gens, g)
+			}
+		}
+		if !slices.Equal(gens, wantGens) {
+			t.Errorf("%s: gc removed the bundles of generations %v, want %v", what, gens, wantGens)
+		}
+		read := slices.Sorted(maps.Keys(a.read))
+		if !slices.Equal(read, wantRead) {
+			t.Errorf("%s: gc read the manifests of %v, want %v", what, read, wantRead)
+		}
+		for g, n := range a.read {
+			if n != 1 {
+				t.Errorf("%s: gc read generation %d's manifest %d times", what, g, n)
+			}
+		}
+		return res
+	}
+	for g := uint64(1); g <= 10; g++ {
+		if g == 3 {
+			declare(g, "n1", "n2", "n9")
+		} else {
+			declare(g, "n1", "n2")
+		}
+	}
+	gc1("first gc", []uint64{1, 2, 4, 5, 6, 7, 8}, []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10})
+	gc1("nothing new", nil, nil)
+	declare(11, "n1", "n2")
+	gc1("generation 11", []uint64{9}, []uint64{9, 10, 11})
+
+	// The spool's commits no longer match what the file was learned
+	// from (generation 5's commit names another run, as in a copy of
+	// another history): every manifest from generation 3 up is read.
+	data, err := os.ReadFile(memo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := map[uint64]string{}
+	for g := uint64(1); g <= 11; g++ {
+		runs[g] = "run"
+	}
+	runs[5] = "other"
+	pending := map[uint64]gc.Pending{3: {Through: 11, Runs: gc.RunsDigest(runs, 3, 11), Waiting: []string{"n9"}}}
+	if err := gc.WriteMemo(memo, f.sp.String(), pending); err != nil {
+		t.Fatal(err)
+	}
+	gc1("another history", nil, []uint64{3, 4, 5, 6, 7, 8, 9, 10, 11})
+	// A damaged file: the same, with a note.
+	if err := os.WriteFile(memo, data[:len(data)/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := gc1("damaged file", nil, []uint64{3, 4, 5, 6, 7, 8, 9, 10, 11})
+	if len(res.Notes) != 1 || !strings.Contains(res.Notes[0], memo) {
+		t.Errorf("damaged file: notes %q, want one naming %s", res.Notes, memo)
+	}
+
+	// n9 is assigned again: generation 3 goes, for the one manifest
+	// declared since, beside generation 10's two.
+	declare(12, "n1", "n2", "n9")
+	gc1("n9 assigned again", []uint64{3, 10}, []uint64{10, 11, 12})
 }
