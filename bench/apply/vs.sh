@@ -69,14 +69,5 @@ for i in $(seq 1 "$runs"); do
 	b=$(once "$B/bin/floor" apply "$B/gen/spec.tsv")
 	echo "$i $a $b"
 done | awk -v per="$per" '{ $2/=per; $3/=per; $4/=per; $6/=per; $7/=per; $8/=per; ac=$2+$3; bc=$6+$7; printf "%d\t%.4f\t%.4f\t%.2f\t%.4f\t%.4f\t%.1f\t%.1f\t%.2f\n", $1, ac, bc, ac/bc, $4, $8, $5/1024, $9/1024, $5/$9 }' | tee "$B/rounds.tsv"
-python3 - "$B/rounds.tsv" <<'PY'
-import statistics, sys
-rows = [l.split("\t") for l in open(sys.argv[1]) if l[0].isdigit()]
-med = lambda k: statistics.median(float(r[k]) for r in rows)
-mn = lambda k: min(float(r[k]) for r in rows)
-mx = lambda k: max(float(r[k]) for r in rows)
-for name, k in (("muster cpu s", 1), ("floor cpu s", 2), ("cpu muster/floor", 3), ("muster wall s", 4), ("floor wall s", 5),
-                ("muster peak MiB", 6), ("floor peak MiB", 7), ("rss muster/floor", 8)):
-    print(f"median {name}: {med(k):.4f} (min {mn(k):.4f}, max {mx(k):.4f})")
-PY
+python3 "$TOP/bench/medians.py" "$B/rounds.tsv" 4 "muster cpu s" "floor cpu s" "cpu muster/floor" "muster wall s" "floor wall s" "muster peak MiB" "floor peak MiB" "rss muster/floor"
 uptime

@@ -90,13 +90,5 @@ printf 'round\tcpu\tcpu_%s\tcpu_x\twall\twall_%s\twall_x\tstore_cpu\tstore_cpu_%
 for i in $(seq 1 "$runs"); do
 	echo "$i $(once "$M") $(once "$B/bin/muster-$rev")"
 done | awk '{ ac=$2+$3; bc=$7+$8; printf "%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.2f\t%.2f\n", $1, ac, bc, ac/bc, $4, $9, $4/$9, $6/100, $11/100 }' | tee "$B/rounds.tsv"
-python3 - "$B/rounds.tsv" "$rev" <<'PY'
-import statistics, sys
-rows = [l.split("\t") for l in open(sys.argv[1]) if l[0].isdigit()]
-rev = sys.argv[2]
-for name, k in (("cpu s", 1), (f"cpu s, {rev}", 2), ("cpu ratio", 3), ("wall s", 4), (f"wall s, {rev}", 5),
-                ("wall ratio", 6), ("store cpu s", 7), (f"store cpu s, {rev}", 8)):
-    v = [float(r[k]) for r in rows]
-    print(f"median {name}: {statistics.median(v):.3f} (min {min(v):.3f}, max {max(v):.3f})")
-PY
+python3 "$TOP/bench/medians.py" "$B/rounds.tsv" 3 "cpu s" "cpu s, $rev" "cpu ratio" "wall s" "wall s, $rev" "wall ratio" "store cpu s" "store cpu s, $rev"
 uptime
