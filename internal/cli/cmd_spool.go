@@ -367,15 +367,17 @@ func gcAssigned(env *Env, m *mesh.Mesh) gc.Assigned {
 }
 
 // gcRevoked gives `spool gc` the identities the mesh no longer trusts,
-// whose reports it removes, each with the report that carries its node's
-// newest recovery copy, which stays. When the recovery copies cannot be
-// read, no report is removed.
+// with their reports and briefings as the report state and the registry
+// (after SupersededBriefings) found them, and the report that carries
+// each one's node's newest recovery copy, which stays. When the recovery
+// copies cannot be read, no report is removed.
 func gcRevoked(env *Env, reg *enrol.Registry, st *fleet.State) (map[string]gc.Revoked, error) {
 	out := map[string]gc.Revoked{}
 	for _, n := range reg.Nodes {
 		for _, id := range append(slices.Clone(n.Past), n.Current) {
 			if id != nil && id.Revoked() {
-				out[id.NodeID] = gc.Revoked{Name: id.Name, RevokedAt: id.RevokedAt, Reason: id.RevokeReason}
+				out[id.NodeID] = gc.Revoked{Name: id.Name, RevokedAt: id.RevokedAt, Reason: id.RevokeReason,
+					Objects: slices.Concat(reg.BriefingNames(id.NodeID), st.ReportNames(id.NodeID))}
 			}
 		}
 	}
@@ -516,17 +518,17 @@ func runSpoolGC(env *Env, o spoolGCOptions, args []string) error {
 		if err != nil {
 			return err
 		}
-		if opts.Revoked, err = gcRevoked(env, reg, st); err != nil {
-			return err
-		}
-		opts.DecidedJoins = gcDecided(reg)
-		opts.SupersededReports = st.SupersededReports()
 		briefs, refused, err := reg.SupersededBriefings(env.Ctx, m)
 		if err != nil {
 			return err
 		}
 		env.Warn(refused)
 		opts.SupersededBriefings = briefs
+		if opts.Revoked, err = gcRevoked(env, reg, st); err != nil {
+			return err
+		}
+		opts.DecidedJoins = gcDecided(reg)
+		opts.SupersededReports = st.SupersededReports()
 		opts.Keep, opts.Assigned = o.Keep, gcAssigned(env, m)
 		opts.Memo = mesh.CacheFile(m.CacheDir(), "gc-keep", m.Spool.String())
 	default:

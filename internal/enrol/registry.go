@@ -95,6 +95,9 @@ type Registry struct {
 	joinDirs   map[string]joinDir
 	cachePath  string
 	cacheStale bool
+	// briefNames are the names of every briefing in the spool, by node
+	// id, as SupersededBriefings last listed them.
+	briefNames map[string][]string
 }
 
 // cached returns the record the registry cache holds for the object i
@@ -646,6 +649,9 @@ func (r *Registry) briefings(ctx context.Context, m *mesh.Mesh, only string, sup
 	}); err != nil {
 		return nil, nil, err
 	}
+	if superseded != nil && only == "" {
+		r.briefNames = all
+	}
 	var refused []string
 	cachePath := BriefingsCachePath(m.Dir, m.Spool.String())
 	cache, err := readBriefingsCache(cachePath, m.Spool.String(), m.Public().Fingerprint())
@@ -775,6 +781,12 @@ func (r *Registry) SupersededBriefings(ctx context.Context, m *mesh.Mesh) ([]Sup
 	slices.SortFunc(out, func(a, b Superseded) int { return strings.Compare(a.Object, b.Object) })
 	return out, refused, err
 }
+
+// BriefingNames returns the names of identity nodeID's briefings, oldest
+// first, as SupersededBriefings last listed them (nil before it has): what
+// spool gc removes of a revoked identity, known without listing its
+// directory again.
+func (r *Registry) BriefingNames(nodeID string) []string { return r.briefNames[nodeID] }
 
 // OpenBriefing reads and verifies one briefing against its identity.
 func (r *Registry) OpenBriefing(ctx context.Context, m *mesh.Mesh, nodeID string, seq uint64) (*brief.Briefing, error) {

@@ -60,3 +60,18 @@ func (s *State) SupersededReports() []enrol.Superseded {
 	slices.SortFunc(out, func(a, b enrol.Superseded) int { return strings.Compare(a.Object, b.Object) })
 	return out
 }
+
+// ReportNames returns the names of the reports filed under identity nodeID
+// that the load found in the spool, oldest first: what spool gc removes of
+// a revoked identity, known without listing its directory again.
+func (s *State) ReportNames(nodeID string) []string {
+	nf := s.cache.Nodes[nodeID]
+	if nf == nil {
+		return nil
+	}
+	out := make([]string, len(nf.Reports))
+	for i, f := range nf.Reports {
+		out[i] = spool.ReportName(nodeID, f.Gen, f.Seq)
+	}
+	return out
+}

@@ -403,9 +403,13 @@ func TestRevokedObjects(t *testing.T) {
 		t.Fatalf("without Revoked: %v, %v", res.Removed, err)
 	}
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	// The objects as the mesh found them; a name not the identity's is
+	// never removed by its revocation.
 	revoked := map[string]gc.Revoked{
-		old:  {Name: "web-1", RevokedAt: at, Reason: "replaced by re-enrolment"},
-		gone: {Name: "web-2", RevokedAt: at, Reason: "host retired", Keep: goneKeep},
+		old: {Name: "web-1", RevokedAt: at, Reason: "replaced by re-enrolment",
+			Objects: append(slices.Clone(oldReports), oldBrief, trustedBrief)},
+		gone: {Name: "web-2", RevokedAt: at, Reason: "host retired", Keep: goneKeep,
+			Objects: []string{goneFirst, goneKeep, trustedReport}},
 	}
 	res, err := gc.Run(t.Context(), f.sp, gc.Options{Revoked: revoked, DryRun: true})
 	if err != nil {
