@@ -99,12 +99,21 @@ func MovedPast(ctx context.Context, commits map[uint64]string, candidates []uint
 		if err != nil {
 			return nil, nil, err
 		}
+		// Each waiting candidate looks its own nodes up in h's: many
+		// may wait, each on a few nodes no role selects any more.
+		in := map[string]bool{}
+		if ok {
+			in = make(map[string]bool, len(ids))
+			for _, id := range ids {
+				in[id] = true
+			}
+		}
 		for _, c := range cs {
 			switch {
 			case c.done:
 			case c.started && c.gen < h && c.after < h:
-				if ok {
-					for _, id := range ids {
+				for id := range c.waiting {
+					if in[id] {
 						delete(c.waiting, id)
 					}
 				}
