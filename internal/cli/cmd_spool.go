@@ -450,7 +450,8 @@ func cmdSpoolGC() *Command {
   - with --keep N, declaration bundles of generations older than the N
     newest committed ones, but never of the newest, and never of a
     generation a node has not moved past (no newer generation assigned it
-    a bundle). Manifests stay, for report --history. This needs --mesh;
+    a bundle; a revoked identity holds none back). Manifests stay, for
+    report --history. This needs --mesh;
   - with the mesh (--mesh or MUSTER_MESH), the reports and briefings of
     revoked identities, which report refuses for good, except the newest
     report that carries a node's recovery copy, which a host joining again
@@ -530,6 +531,10 @@ func runSpoolGC(env *Env, o spoolGCOptions, args []string) error {
 		opts.DecidedJoins = gcDecided(reg)
 		opts.SupersededReports = st.SupersededReports()
 		opts.Keep, opts.Assigned = o.Keep, gcAssigned(env, m)
+		opts.Retired = func(nodeID string) bool {
+			id := reg.Identities[nodeID]
+			return id != nil && id.Revoked()
+		}
 		opts.Memo = mesh.CacheFile(m.CacheDir(), "gc-keep", m.Spool.String())
 	default:
 		var err error

@@ -13,7 +13,8 @@
 //   - with Keep, declaration bundles of generations older than the Keep
 //     newest committed ones, never of the newest, and never of a
 //     generation a node has not moved past (it may still need its
-//     declaration; see MovedPast). Commits stay: they are small and keep
+//     declaration; see MovedPast), unless that node's identity is
+//     Retired. Commits stay: they are small and keep
 //     generation numbers from being used twice; manifests stay for
 //     report's history;
 //   - with Revoked, the reports and briefings of revoked identities: they
@@ -92,6 +93,10 @@ type Options struct {
 	// Assigned tells the superseded rule which nodes each generation
 	// assigned a declaration bundle (see MovedPast). Required with Keep.
 	Assigned Assigned
+	// Retired, if set, says which node identities will never fetch a
+	// bundle again (revoked ones): they keep no generation, neither as
+	// Assigned names them nor as Memo remembers them.
+	Retired func(nodeID string) bool
 	// Memo, if set, is the file in the mesh's cache directory where the
 	// superseded rule keeps, from one run to the next, what it learned of
 	// the generations a node still needs (see Pending), so that they cost
@@ -188,7 +193,18 @@ func Run(ctx context.Context, sp spool.Spool, opts Options) (Result, error) {
 				res.Notes = append(res.Notes, fmt.Sprintf("the generations still needed are worked out again: %v", err))
 			}
 		}
-		if sup, emptied, pending, err = Superseded(ctx, sp, commits, held, opts.Keep, opts.Assigned, known); err != nil {
+		assigned := opts.Assigned
+		if opts.Retired != nil {
+			assigned = func(ctx context.Context, gen uint64, run string) ([]string, bool, error) {
+				ids, ok, err := opts.Assigned(ctx, gen, run)
+				return slices.DeleteFunc(slices.Clone(ids), opts.Retired), ok, err
+			}
+			for g, p := range known {
+				p.Waiting = slices.DeleteFunc(slices.Clone(p.Waiting), opts.Retired)
+				known[g] = p
+			}
+		}
+		if sup, emptied, pending, err = Superseded(ctx, sp, commits, held, opts.Keep, assigned, known); err != nil {
 			return res, err
 		}
 		if opts.Memo != "" {

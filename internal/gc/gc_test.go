@@ -741,3 +741,49 @@ func TestSupersededRemembersWhatIsStillNeeded(t *testing.T) {
 	declare(12, "n1", "n2", "n9")
 	gc1("n9 assigned again", []uint64{3, 10}, []uint64{10, 11, 12})
 }
+
+// TestSupersededRetiredKeepNothing: a generation kept for a node no newer
+// one assigns goes once that node's identity is retired (revoked), whether
+// gc remembered it waiting or reads it afresh.
+func TestSupersededRetiredKeepNothing(t *testing.T) {
+	for _, remembered := range []bool{true, false} {
+		t.Run(fmt.Sprintf("remembered=%v", remembered), func(t *testing.T) {
+			f := newFixture(t, "")
+			memo := filepath.Join(t.TempDir(), "gc-keep.cache")
+			a := &assignedFrom{nodes: map[uint64][]string{}}
+			for g := uint64(1); g <= 4; g++ {
+				nodes := []string{"n1", "n2"}
+				if g == 1 {
+					nodes = append(nodes, "n9")
+				}
+				f.run(g, "run", time.Now(), nodes...)
+				f.commit(g, "run", f.m.Pair.Sign)
+				a.nodes[g] = nodes
+			}
+			opts := gc.Options{Keep: 1, Assigned: a.assigned, Memo: memo}
+			if !remembered {
+				opts.Memo = ""
+			}
+			res, err := gc.Run(t.Context(), f.sp, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := removed(res.Removed, gc.RuleSuperseded); len(got) != 4 || strings.Contains(strings.Join(got, " "), spool.GenerationName(1)) {
+				t.Errorf("before n9 is retired gc removed %v, want generations 2 and 3 alone", got)
+			}
+			opts.Retired = func(id string) bool { return id == "n9" }
+			a.read = nil
+			res, err = gc.Run(t.Context(), f.sp, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{spool.DeclName(1, "run", "n1"), spool.DeclName(1, "run", "n2"), spool.DeclName(1, "run", "n9")}
+			if got := removed(res.Removed, gc.RuleSuperseded); !slices.Equal(got, want) {
+				t.Errorf("n9 retired: gc removed %v, want %v", got, want)
+			}
+			if read := slices.Sorted(maps.Keys(a.read)); !slices.Equal(read, []uint64{1, 2}) {
+				t.Errorf("n9 retired: gc read the manifests of %v, want 1 and 2", read)
+			}
+		})
+	}
+}
