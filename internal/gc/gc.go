@@ -187,30 +187,8 @@ func Run(ctx context.Context, sp spool.Spool, opts Options) (Result, error) {
 	var sup []Removal
 	var emptied []string
 	if opts.Keep > 0 {
-		var known, pending map[uint64]Pending
-		if opts.Memo != "" {
-			if known, err = readMemo(opts.Memo, sp.String()); err != nil {
-				res.Notes = append(res.Notes, fmt.Sprintf("the generations still needed are worked out again: %v", err))
-			}
-		}
-		assigned := opts.Assigned
-		if opts.Retired != nil {
-			assigned = func(ctx context.Context, gen uint64, run string) ([]string, bool, error) {
-				ids, ok, err := opts.Assigned(ctx, gen, run)
-				return slices.DeleteFunc(slices.Clone(ids), opts.Retired), ok, err
-			}
-			for g, p := range known {
-				p.Waiting = slices.DeleteFunc(slices.Clone(p.Waiting), opts.Retired)
-				known[g] = p
-			}
-		}
-		if sup, emptied, pending, err = Superseded(ctx, sp, commits, held, opts.Keep, assigned, known); err != nil {
+		if sup, emptied, err = superseded(ctx, sp, commits, held, opts, &res); err != nil {
 			return res, err
-		}
-		if opts.Memo != "" {
-			if err := writeMemo(opts.Memo, sp.String(), pending); err != nil {
-				res.Notes = append(res.Notes, fmt.Sprintf("what this gc learned of the generations still needed is not kept: %v", err))
-			}
 		}
 	}
 	rev := RevokedObjects(opts.Revoked)
@@ -532,6 +510,40 @@ func Superseded(ctx context.Context, sp spool.Spool, commits map[uint64]string, 
 		emptied = append(emptied, runDir(g, commits[g]), spool.DeclPrefix+spool.GenerationName(g)+"/")
 	}
 	return removals, emptied, pending, nil
+}
+
+// superseded is Superseded as Run calls it: with the identities opts
+// retires left out of what each manifest assigned and of what its Memo
+// remembers waiting, and the Memo read before and written after.
+func superseded(ctx context.Context, sp spool.Spool, commits map[uint64]string, held map[uint64]bool, opts Options, res *Result) ([]Removal, []string, error) {
+	var known map[uint64]Pending
+	if opts.Memo != "" {
+		var err error
+		if known, err = readMemo(opts.Memo, sp.String()); err != nil {
+			res.Notes = append(res.Notes, fmt.Sprintf("the generations still needed are worked out again: %v", err))
+		}
+	}
+	assigned := opts.Assigned
+	if opts.Retired != nil {
+		assigned = func(ctx context.Context, gen uint64, run string) ([]string, bool, error) {
+			ids, ok, err := opts.Assigned(ctx, gen, run)
+			return slices.DeleteFunc(slices.Clone(ids), opts.Retired), ok, err
+		}
+		for g, p := range known {
+			p.Waiting = slices.DeleteFunc(slices.Clone(p.Waiting), opts.Retired)
+			known[g] = p
+		}
+	}
+	sup, emptied, pending, err := Superseded(ctx, sp, commits, held, opts.Keep, assigned, known)
+	if err != nil {
+		return nil, nil, err
+	}
+	if opts.Memo != "" {
+		if err := writeMemo(opts.Memo, sp.String(), pending); err != nil {
+			res.Notes = append(res.Notes, fmt.Sprintf("what this gc learned of the generations still needed is not kept: %v", err))
+		}
+	}
+	return sup, emptied, nil
 }
 
 // runDir is the directory of run's bundles for generation g.
