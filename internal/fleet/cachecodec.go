@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/muster-tool/muster/internal/bincode"
@@ -73,11 +74,27 @@ func appendCache(b []byte, c *cacheData) []byte {
 		e.Time(f.ExpiresAt)
 	}
 	e.Uint(uint64(len(c.Manifests)))
-	for g, m := range c.Manifests {
+	// From sharedVersion on, in generation order, each node list written
+	// once for the generations in a row that share it.
+	var prev *manifestFact
+	for _, g := range slices.Sorted(maps.Keys(c.Manifests)) {
+		m := c.Manifests[g]
 		e.Uint(g)
 		e.Str(m.Run)
-		e.indexes(m.Names)
-		e.indexes(m.IDs)
+		if c.Version >= sharedVersion {
+			same := prev != nil && slices.Equal(m.Names, prev.Names) && slices.Equal(m.IDs, prev.IDs)
+			if same {
+				e.Uint(1)
+			} else {
+				e.Uint(0)
+				e.indexes(m.Names)
+				e.indexes(m.IDs)
+			}
+			prev = &m
+		} else {
+			e.indexes(m.Names)
+			e.indexes(m.IDs)
+		}
 		e.indexes(m.Ineligible)
 		e.indexes(m.Unassigned)
 		e.indexes(m.Held)
@@ -317,12 +334,28 @@ func decodeCache(s string) (*cacheData, error) {
 		return nil, bad("the manifests")
 	}
 	c.Manifests = make(map[uint64]manifestFact, n)
+	var prev *manifestFact
 	for range n {
 		g := d.Uint()
 		m := manifestFact{Run: d.Str()}
 		limit := uint64(len(c.Strings))
-		m.Names = d.indexes(limit)
-		m.IDs = d.indexes(limit)
+		var shared uint64
+		if c.Version >= sharedVersion {
+			shared = d.Uint()
+		}
+		switch {
+		case d.Err != nil:
+		case shared > 1:
+			d.Failf("node list marked %d", shared)
+		case shared == 1 && prev == nil:
+			d.Failf("the node list of the manifest before, but it is the first")
+		case shared == 1:
+			// The same arrays: a fleet's stable node list is held once.
+			m.Names, m.IDs = prev.Names, prev.IDs
+		default:
+			m.Names = d.indexes(limit)
+			m.IDs = d.indexes(limit)
+		}
 		m.Ineligible = d.indexes(limit)
 		m.Unassigned = d.indexes(limit)
 		m.Held = d.indexes(limit)
@@ -346,6 +379,7 @@ func decodeCache(s string) (*cacheData, error) {
 			return nil, bad("manifest of generation %d", g)
 		}
 		c.Manifests[g] = m
+		prev = &m
 	}
 
 	n = d.Count(minLedger)

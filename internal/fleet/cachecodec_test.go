@@ -9,10 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/muster-tool/muster/internal/testutil/fill"
 
@@ -241,7 +243,7 @@ func TestCacheCodecCoversEveryField(t *testing.T) {
 // layout of reports is read as it was, not rebuilt: the first run of a new
 // muster reads every node's directory again at most, not every report.
 func TestCacheCodecReadsTheFormatsBefore(t *testing.T) {
-	for _, version := range []int{stampedVersion - 1, compactVersion - 1} {
+	for _, version := range []int{stampedVersion - 1, compactVersion - 1, sharedVersion - 1} {
 		want := richCache()
 		for _, nf := range want.Nodes {
 			nf.ReportDir = spool.DirStamp{Dev: 1, Ino: 2, Ctime: 3}
@@ -313,9 +315,11 @@ func TestCacheCodecRefusesDamage(t *testing.T) {
 		{"huge count", append(head, 0xff, 0xff, 0xff, 0xff, 0x0f), "the string table: a count of 4294967295"},
 		{"overflow", append(head, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f), "overflows"},
 		{"too many nodes", append(head, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0), "the nodes: a count of 2, with 5 bytes left"},
-		{"string index", append(head, 1, 1, 'x', 0, 1, 9, 0, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0), "manifest of generation 9: string 1, but the cache holds 1"},
-		{"names and ids", append(head, 1, 1, 'x', 0, 1, 9, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0), "manifest of generation 9: 1 node names but 0 node ids"},
-		{"held and generations", append(head, 1, 1, 'x', 0, 1, 9, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0), "manifest of generation 9: 1 held nodes but 0 generations they keep"},
+		{"string index", append(head, 1, 1, 'x', 0, 1, 9, 0, 0, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0), "manifest of generation 9: string 1, but the cache holds 1"},
+		{"names and ids", append(head, 1, 1, 'x', 0, 1, 9, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0), "manifest of generation 9: 1 node names but 0 node ids"},
+		{"held and generations", append(head, 1, 1, 'x', 0, 1, 9, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0), "manifest of generation 9: 1 held nodes but 0 generations they keep"},
+		{"shared first", append(head, 1, 1, 'x', 0, 1, 9, 0, 1, 0, 0, 0, 0, 0, 0, 0), "manifest of generation 9: the node list of the manifest before, but it is the first"},
+		{"shared mark", append(head, 1, 1, 'x', 0, 1, 9, 0, 2, 0, 0, 0, 0, 0, 0, 0), "manifest of generation 9: node list marked 2"},
 		{"nanoseconds", append(head, 0, 1, 3, 0, 0, 0x80, 0x94, 0xeb, 0xdc, 0x03, 0, 0, 0), "commit of generation 3: a time of 1000000000 nanoseconds"},
 		{"twice", append(head, 0, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), "commit of generation 3: listed twice"},
 		{"flag", append(head, 0, 0, 0, 0, 0, 1, 1, 'n', 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0), `node "n": a flag that is neither 0 nor 1`},
@@ -547,4 +551,49 @@ func BenchmarkCacheRead(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(cpuTime(b)-cpu)/float64(b.N), "cpu-ns/op")
+}
+
+// TestCacheCodecSharesNodeLists: the manifests of generations in a row
+// that assigned the same nodes as the same identities hold one node list,
+// written once and read back as one array; a generation that differs
+// breaks the run, and the cache reads back equal.
+func TestCacheCodecSharesNodeLists(t *testing.T) {
+	c := newCache("s", "m")
+	idx := map[string]uint32{}
+	var names, ids, others []uint32
+	for i := range 1000 {
+		names = append(names, c.intern(idx, fmt.Sprintf("web-%d", i)))
+		ids = append(ids, c.intern(idx, fmt.Sprintf("%032x", i)))
+	}
+	others = append(slices.Clone(ids[:999]), c.intern(idx, "replaced"))
+	for g := uint64(1); g <= 30; g++ {
+		m := manifestFact{Run: fmt.Sprintf("run%d", g), Names: slices.Clone(names), IDs: slices.Clone(ids)}
+		if g == 11 || g == 12 {
+			m.IDs = slices.Clone(others) // web-999 re-enrolled for two generations
+		}
+		c.Manifests[g] = m
+	}
+	shared := appendCache(nil, c)
+	old := *c
+	old.Version = sharedVersion - 1
+	none := *c
+	none.Manifests = nil
+	base := len(appendCache(nil, &none)) // the string table and the rest
+	if whole := appendCache(nil, &old); (len(shared)-base)*5 > len(whole)-base {
+		t.Errorf("30 manifests of 1,000 nodes take %d bytes, %d in the format before", len(shared)-base, len(whole)-base)
+	}
+	got, err := decodeCache(string(shared))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Manifests, c.Manifests) {
+		t.Fatal("the manifests read back differ")
+	}
+	same := func(a, b []uint32) bool { return unsafe.SliceData(a) == unsafe.SliceData(b) }
+	for g := uint64(2); g <= 30; g++ {
+		want := g != 11 && g != 13
+		if got := same(got.Manifests[g].IDs, got.Manifests[g-1].IDs) && same(got.Manifests[g].Names, got.Manifests[g-1].Names); got != want {
+			t.Errorf("generation %d shares the node list of %d: %v, want %v", g, g-1, got, want)
+		}
+	}
 }

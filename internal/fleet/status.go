@@ -402,6 +402,7 @@ func (s *State) manifest(ctx context.Context, gen uint64) (*manifestView, error)
 			mf.HeldOn = append(mf.HeldOn, h.Generation)
 		}
 		mf.Wave = man.Wave
+		s.shareNodeList(gen, &mf)
 		s.cache.Manifests[gen] = mf
 		s.Stats.ManifestsRead++
 		s.dirty = true
@@ -427,6 +428,27 @@ func (s *State) manifest(ctx context.Context, gen uint64) (*manifestView, error)
 		mv.held[str[n]] = mf.HeldOn[i]
 	}
 	return mv, nil
+}
+
+// shareNodeList makes mf, generation gen's manifest, hold the node list of
+// the nearest older or newer generation whose manifest the cache holds,
+// when the two are the same: a fleet declared to the same nodes keeps one
+// list, not one a generation (see sharedVersion).
+func (s *State) shareNodeList(gen uint64, mf *manifestFact) {
+	at, _ := slices.BinarySearch(s.gens, gen)
+	for _, step := range []int{-1, 1} {
+		for i := at + step; i >= 0 && i < len(s.gens); i += step {
+			near, ok := s.cache.Manifests[s.gens[i]]
+			if !ok || s.gens[i] == gen {
+				continue
+			}
+			if slices.Equal(near.Names, mf.Names) && slices.Equal(near.IDs, mf.IDs) {
+				mf.Names, mf.IDs = near.Names, near.IDs
+				return
+			}
+			break
+		}
+	}
 }
 
 // classify decides where node n stands on generation gen (see Status).

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/muster-tool/muster/internal/enrol"
 	"github.com/muster-tool/muster/internal/generation"
@@ -406,5 +407,33 @@ func TestUnknownLineStatusFails(t *testing.T) {
 	f.write(web, 1, 1, r)
 	if n := find(f.view(f.load(false), 1, Selection{}), "web"); n.Status != Failed || len(n.FailedLines) != 1 {
 		t.Errorf("got %+v, want failed on the unknown status", n)
+	}
+}
+
+// TestHistoryKeepsOneNodeList: the manifests report reads of generations
+// that assigned the same nodes hold one node list between them, not one
+// each (see sharedVersion); one that assigned others holds its own.
+func TestHistoryKeepsOneNodeList(t *testing.T) {
+	f := newFixture(t)
+	web := f.enrol("web", t0)
+	db := f.enrol("db", t0)
+	both := &generation.Manifest{Nodes: []generation.ManifestNode{assign(web), assign(db)}}
+	f.commit(1, t0.Add(time.Hour), both)
+	f.commit(2, t0.Add(2*time.Hour), both)
+	f.commit(3, t0.Add(3*time.Hour), &generation.Manifest{Nodes: []generation.ManifestNode{assign(web)}})
+	f.commit(4, t0.Add(4*time.Hour), both)
+	s := f.load(false)
+	if _, err := s.History(f.ctx, Selection{}); err != nil {
+		t.Fatal(err)
+	}
+	m := s.cache.Manifests
+	same := func(a, b uint64) bool {
+		return len(m[a].IDs) > 0 && unsafe.SliceData(m[a].IDs) == unsafe.SliceData(m[b].IDs) && unsafe.SliceData(m[a].Names) == unsafe.SliceData(m[b].Names)
+	}
+	if !same(1, 2) || same(2, 3) || same(3, 4) {
+		t.Errorf("shared node lists: 1-2 %v, 2-3 %v, 3-4 %v; want only 1-2", same(1, 2), same(2, 3), same(3, 4))
+	}
+	if len(m[1].IDs) != 2 || len(m[3].IDs) != 1 || len(m[4].IDs) != 2 {
+		t.Errorf("node lists of %d, %d and %d ids, want 2, 1 and 2", len(m[1].IDs), len(m[3].IDs), len(m[4].IDs))
 	}
 }
