@@ -210,17 +210,25 @@ func BriefName(nodeID string, seq uint64) string {
 	return BriefPrefix + nodeID + "/" + SeqName(seq)
 }
 
+// DeclGenPrefix is the directory of generation gen's declaration bundles,
+// every declare run's: decl/<gen>/.
+func DeclGenPrefix(gen uint64) string { return DeclPrefix + GenerationName(gen) + "/" }
+
+// DeclRunPrefix is the directory of the bundles declare run runID wrote
+// for generation gen: decl/<gen>/<run>/.
+func DeclRunPrefix(gen uint64, runID string) string { return DeclGenPrefix(gen) + runID + "/" }
+
 // DeclName names node nodeID's declaration bundle for generation gen,
 // written by declare run runID.
 func DeclName(gen uint64, runID, nodeID string) string {
-	return DeclPrefix + GenerationName(gen) + "/" + runID + "/" + nodeID
+	return DeclRunPrefix(gen, runID) + nodeID
 }
 
 // SettingsName names the settings document of generation gen written by
 // declare run runID: every resource the run declared, for the mesh alone
 // (a node id is hex, so "mesh" is never one).
 func SettingsName(gen uint64, runID string) string {
-	return DeclPrefix + GenerationName(gen) + "/" + runID + "/mesh"
+	return DeclRunPrefix(gen, runID) + "mesh"
 }
 
 // CommitName names the commit of generation gen.

@@ -411,7 +411,7 @@ func LostRuns(ctx context.Context, sp spool.Spool, commits map[uint64]string, he
 	bundles := make([][]Removal, len(gens))
 	err = workpool.Run(ctx, len(gens), perGeneration, func(k int) error {
 		g := gens[k]
-		prefix := spool.DeclPrefix + spool.GenerationName(g) + "/"
+		prefix := spool.DeclGenPrefix(g)
 		runs, err := spool.Subdirs(ctx, sp, prefix)
 		if err != nil {
 			return err
@@ -484,7 +484,7 @@ func Superseded(ctx context.Context, sp spool.Spool, commits map[uint64]string, 
 		}
 		// The winning run's bundles: a lost run's are the lost-run
 		// rule's.
-		err := sp.List(ctx, runDir(g, commits[g]), func(i spool.Info) error {
+		err := sp.List(ctx, spool.DeclRunPrefix(g, commits[g]), func(i spool.Info) error {
 			objects[g] = append(objects[g], i.Name)
 			return nil
 		})
@@ -507,7 +507,7 @@ func Superseded(ctx context.Context, sp spool.Spool, commits map[uint64]string, 
 			removals = append(removals, Removal{Object: name, Rule: RuleSuperseded,
 				Detail: fmt.Sprintf("generation %d is older than the %d newest committed, and every node has moved past it", g, keep)})
 		}
-		emptied = append(emptied, runDir(g, commits[g]), spool.DeclPrefix+spool.GenerationName(g)+"/")
+		emptied = append(emptied, spool.DeclRunPrefix(g, commits[g]), spool.DeclGenPrefix(g))
 	}
 	return removals, emptied, pending, nil
 }
@@ -544,11 +544,6 @@ func superseded(ctx context.Context, sp spool.Spool, commits map[uint64]string, 
 		}
 	}
 	return sup, emptied, nil
-}
-
-// runDir is the directory of run's bundles for generation g.
-func runDir(g uint64, run string) string {
-	return spool.DeclPrefix + spool.GenerationName(g) + "/" + run + "/"
 }
 
 // RevokedObjects selects the reports and briefings of the revoked
