@@ -476,23 +476,21 @@ func Superseded(ctx context.Context, sp spool.Spool, commits map[uint64]string, 
 	if len(gens) <= keep {
 		return nil, nil, nil, nil
 	}
-	objects := map[uint64][]string{}
+	// The candidates: old generations whose winning run still holds a
+	// bundle (a lost run's are the lost-run rule's). Only the first is
+	// asked for: a generation a node still needs is kept on every gc, and
+	// its bundles, one a node, are listed only once it goes.
 	var candidates []uint64
 	for _, g := range gens[:len(gens)-keep] {
 		if !held[g] {
 			continue
 		}
-		// The winning run's bundles: a lost run's are the lost-run
-		// rule's.
-		err := sp.List(ctx, spool.DeclRunPrefix(g, commits[g]), func(i spool.Info) error {
-			objects[g] = append(objects[g], i.Name)
-			return nil
-		})
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		if len(objects[g]) > 0 {
+		err := sp.List(ctx, spool.DeclRunPrefix(g, commits[g]), func(spool.Info) error { return errFound })
+		switch {
+		case errors.Is(err, errFound):
 			candidates = append(candidates, g)
+		case err != nil:
+			return nil, nil, nil, err
 		}
 	}
 	moved, pending, err := MovedPast(ctx, commits, candidates, assigned, known)
@@ -503,14 +501,21 @@ func Superseded(ctx context.Context, sp spool.Spool, commits map[uint64]string, 
 		if !moved[g] {
 			continue
 		}
-		for _, name := range objects[g] {
-			removals = append(removals, Removal{Object: name, Rule: RuleSuperseded,
+		err := sp.List(ctx, spool.DeclRunPrefix(g, commits[g]), func(i spool.Info) error {
+			removals = append(removals, Removal{Object: i.Name, Rule: RuleSuperseded,
 				Detail: fmt.Sprintf("generation %d is older than the %d newest committed, and every node has moved past it", g, keep)})
+			return nil
+		})
+		if err != nil {
+			return nil, nil, nil, err
 		}
 		emptied = append(emptied, spool.DeclRunPrefix(g, commits[g]), spool.DeclGenPrefix(g))
 	}
 	return removals, emptied, pending, nil
 }
+
+// errFound stops a listing at its first object.
+var errFound = errors.New("found")
 
 // superseded is Superseded as Run calls it: with the identities opts
 // retires left out of what each manifest assigned and of what its Memo
