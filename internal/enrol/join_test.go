@@ -26,7 +26,7 @@ func TestJoinCreatesPrivateIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	state, config := f.hostDirs("a")
-	modes := map[string]os.FileMode{state: 0o700, filepath.Join(state, "host.age"): 0o600, filepath.Join(state, "host.sign"): 0o600, filepath.Join(state, "mesh.pub"): 0o600}
+	modes := map[string]os.FileMode{state: 0o700, filepath.Join(state, "host.age"): 0o600, filepath.Join(state, "host.sign"): 0o600, filepath.Join(state, "mesh.pub"): 0o600, filepath.Join(state, "host.sign.pub"): 0o600}
 	for p, want := range modes {
 		st, err := os.Stat(p)
 		if err != nil {
@@ -88,8 +88,8 @@ func TestJoinOverAnIdentity(t *testing.T) {
 			t.Errorf("%s: the host is %s, want %s", when, id.NodeID(), first.NodeID)
 		}
 		entries, _ := os.ReadDir(state)
-		if len(entries) != 4 {
-			t.Errorf("%s: the state directory holds %v, want the keys, mesh.pub and join.toml", when, entries)
+		if len(entries) != 5 {
+			t.Errorf("%s: the state directory holds %v, want the keys, host.sign.pub, mesh.pub and join.toml", when, entries)
 		}
 		if tid, err := host.ReadJoin(state); tid != firstToken.ID() {
 			t.Errorf("%s: the host records token %s (%v), want %s", when, tid, err, firstToken.ID())
@@ -125,8 +125,8 @@ func TestJoinOverAnIdentity(t *testing.T) {
 	if _, id := f.identity("a"); id.NodeID() != second.NodeID || second.NodeID == first.NodeID {
 		t.Errorf("after a forced join the host is %s, want a new identity %s", id.NodeID(), second.NodeID)
 	}
-	if entries, _ := os.ReadDir(state); len(entries) != 4 {
-		t.Errorf("after a forced join the state directory holds %v, want the keys, mesh.pub and join.toml", entries)
+	if entries, _ := os.ReadDir(state); len(entries) != 5 {
+		t.Errorf("after a forced join the state directory holds %v, want the keys, host.sign.pub, mesh.pub and join.toml", entries)
 	}
 	if tid, err := host.ReadJoin(state); tid != tok.ID() {
 		t.Errorf("after a forced join the host records token %s (%v), want %s", tid, err, tok.ID())

@@ -248,7 +248,7 @@ const (
 // and the state kept under its key: a new identity replaces them all, and
 // starts without state (the mesh's recovery copy tells it what the
 // identity it replaced owned).
-var identityFiles = []string{"host.age", "host.sign", pinnedFile, joinFile, StateFile, LedgerFile}
+var identityFiles = append(keys.FileNames("host"), pinnedFile, joinFile, StateFile, LedgerFile)
 
 // RemoveIdentity deletes the identity files (cleanup after a failed join).
 func RemoveIdentity(state string) error {

@@ -1,6 +1,9 @@
 package keys
 
 import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
@@ -161,5 +164,67 @@ func TestPublicParsesAndFingerprintIsStable(t *testing.T) {
 	bad.Sign = "ed25519:xx"
 	if bad.Check() == nil {
 		t.Error("a broken public key passed Check")
+	}
+}
+
+// Load takes the public half of the signing key from ROLE.sign.pub only
+// when its MAC is the seed's: a file changed by hand, or another key's,
+// is ignored and written again with the half derived from the seed.
+func TestLoadKeepsThePublicHalfOnlyWhenItAuthenticates(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "k")
+	p, _ := Generate()
+	if err := Write(dir, "host", p); err != nil {
+		t.Fatal(err)
+	}
+	pubPath := filepath.Join(dir, "host.sign.pub")
+	written, err := os.ReadFile(pubPath)
+	if err != nil {
+		t.Fatalf("Write left no public-key file: %v", err)
+	}
+	if st, _ := os.Stat(pubPath); st.Mode().Perm() != 0o600 {
+		t.Errorf("%s has mode %o, want 600", pubPath, st.Mode().Perm())
+	}
+	want := p.Sign.Public().(ed25519.PublicKey)
+	load := func() ed25519.PrivateKey {
+		t.Helper()
+		got, err := Load(dir, "host")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Sign
+	}
+
+	// What the file holds is what Load uses: a half the seed's MAC
+	// vouches for is taken without deriving it.
+	other, _ := Generate()
+	otherPub := other.Sign.Public().(ed25519.PublicKey)
+	vouched := pubPrefix + base64.RawURLEncoding.EncodeToString(otherPub) + " " + hex.EncodeToString(pubMAC(p.Sign.Seed(), otherPub)) + "\n"
+	os.WriteFile(pubPath, []byte(vouched), 0o600)
+	if got := load().Public().(ed25519.PublicKey); !got.Equal(otherPub) {
+		t.Fatal("Load derived the public half although the file vouched for one")
+	}
+
+	for name, data := range map[string]string{
+		"missing":                "",
+		"another half, this MAC": strings.Replace(string(written), base64.RawURLEncoding.EncodeToString(want), base64.RawURLEncoding.EncodeToString(otherPub), 1),
+		"another key's file":     pubPrefix + base64.RawURLEncoding.EncodeToString(otherPub) + " " + hex.EncodeToString(pubMAC(other.Sign.Seed(), otherPub)) + "\n",
+		"damaged":                string(written[:len(written)-9]) + "\n",
+		"garbage":                "ed25519:xyz\n",
+	} {
+		if name == "missing" {
+			os.Remove(pubPath)
+		} else {
+			os.WriteFile(pubPath, []byte(data), 0o600)
+		}
+		k := load()
+		if got := k.Public().(ed25519.PublicKey); !got.Equal(want) {
+			t.Errorf("%s: Load took the public half from the file", name)
+		}
+		if msg := []byte("m"); !ed25519.Verify(want, msg, ed25519.Sign(k, msg)) {
+			t.Errorf("%s: the loaded key does not sign for its public half", name)
+		}
+		if again, _ := os.ReadFile(pubPath); string(again) != string(written) {
+			t.Errorf("%s: the file was not written again: %q", name, again)
+		}
 	}
 }

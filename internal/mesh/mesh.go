@@ -99,9 +99,9 @@ func Init(ctx context.Context, dir, location string, now time.Time) (*Mesh, erro
 			os.RemoveAll(dir)
 			return
 		}
-		os.Remove(filepath.Join(dir, "mesh.age"))
-		os.Remove(filepath.Join(dir, "mesh.sign"))
-		os.Remove(filepath.Join(dir, configName))
+		for _, f := range append(keys.FileNames("mesh"), configName) {
+			os.Remove(filepath.Join(dir, f))
+		}
 	}
 	if err := keys.Write(dir, "mesh", pair); err != nil {
 		if createdDir {
