@@ -69,17 +69,22 @@ func (st *State) applied(c *generation.Commit) bool {
 }
 
 // known is the commit this host applied as generation.LoadHistoryFrom
-// takes it, or nil when the state keeps no tag for it or its bytes are
-// not the commit applied.
+// takes it, or nil when the state names none. Its bytes and tag are kept
+// only on a store with tags, and only when they are the commit applied.
+// The state is authenticated under this host's key, so its digest is one
+// this host verified.
 func (st *State) known() *generation.Known {
-	if st.CommitETag == "" || st.Commit == "" {
+	if st.Commit == "" {
 		return nil
 	}
-	data, err := base64.StdEncoding.DecodeString(st.CommitObject)
-	if err != nil || generation.Digest(data) != st.Commit {
-		return nil
+	k := &generation.Known{Generation: st.Generation, Digest: st.Commit}
+	if st.CommitETag != "" {
+		data, err := base64.StdEncoding.DecodeString(st.CommitObject)
+		if err == nil && generation.Digest(data) == st.Commit {
+			k.ETag, k.Data = st.CommitETag, data
+		}
 	}
-	return &generation.Known{Generation: st.Generation, ETag: st.CommitETag, Data: data}
+	return k
 }
 
 // keepCommit records c, listed with tag etag, as the commit applied; it

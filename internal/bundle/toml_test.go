@@ -1,7 +1,10 @@
 package bundle
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -111,5 +114,42 @@ func TestTOMLPayloadCaps(t *testing.T) {
 	err = OpenTOML(sealed, declCtx, node, pub(mesh), &got)
 	if !errors.Is(err, ErrPayload) || !strings.Contains(err.Error(), "line 2: nesting deeper than 64 levels (the cap on TOML nesting)") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// ReopenSignedTOML takes only the bytes of the digest it is given, and of
+// those checks all but the signature: the signer, the context and the
+// payload as OpenSignedTOML does.
+func TestReopenSignedTOML(t *testing.T) {
+	mesh, other := testSigner("mesh"), testSigner("other")
+	want := testDeclaration(1 << 10)
+	signed, err := SignTOML(want, keysCtx, mesh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got declaration
+	if err := ReopenSignedTOML(signed, sha256.Sum256(signed), keysCtx, pub(mesh), &got); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("bytes of their own digest: %v", err)
+	}
+
+	// A signature that no longer verifies, on bytes whose digest the
+	// caller kept: the digest vouches for them, as it would for the
+	// bytes that verified. OpenSignedTOML refuses them.
+	badSig := bytes.Clone(signed)
+	badSig[len(badSig)-1] ^= 1
+	if err := ReopenSignedTOML(badSig, sha256.Sum256(badSig), keysCtx, pub(mesh), &declaration{}); err != nil {
+		t.Errorf("the signature was checked again: %v", err)
+	}
+	assertRefused(t, OpenSignedTOML(badSig, keysCtx, pub(mesh), &declaration{}), "a bad signature, opened", ErrBadSignature)
+
+	// Any byte changed is not the bytes verified before.
+	for _, pos := range []int{0, len(signed) / 2, len(signed) - 1} {
+		assertRefused(t, ReopenSignedTOML(flip(signed, pos, 0), sha256.Sum256(signed), keysCtx, pub(mesh), &declaration{}), fmt.Sprintf("byte %d changed", pos), ErrBadSignature)
+	}
+	// The signer and the context are checked still.
+	assertRefused(t, ReopenSignedTOML(signed, sha256.Sum256(signed), keysCtx, pub(other), &declaration{}), "another signer expected", ErrUnexpectedSigner)
+	assertRefused(t, ReopenSignedTOML(signed, sha256.Sum256(signed), reportCtx, pub(mesh), &declaration{}), "another context", ErrContext)
+	if err := ReopenSignedTOML(signed, sha256.Sum256(signed), keysCtx, pub(mesh), &struct{ Generation string }{}); err == nil {
+		t.Error("a payload that does not decode into v was accepted")
 	}
 }

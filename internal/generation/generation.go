@@ -221,6 +221,10 @@ func Committed(ctx context.Context, sp spool.Spool) ([]uint64, error) {
 // not about reaching the spool wraps ErrUnverified: the object is junk to
 // skip (see History), never to obey.
 func ReadCommit(ctx context.Context, sp spool.Spool, gen uint64, mesh ed25519.PublicKey) (*Commit, error) {
+	return readCommit(ctx, sp, gen, mesh, nil)
+}
+
+func readCommit(ctx context.Context, sp spool.Spool, gen uint64, mesh ed25519.PublicKey, known *Known) (*Commit, error) {
 	data, err := sp.Get(ctx, spool.CommitName(gen), MaxCommit)
 	if errors.Is(err, spool.ErrTooLarge) {
 		return nil, &unverified{fmt.Errorf("commit of generation %d: %w", gen, err)}
@@ -228,7 +232,7 @@ func ReadCommit(ctx context.Context, sp spool.Spool, gen uint64, mesh ed25519.Pu
 	if err != nil {
 		return nil, err
 	}
-	return OpenCommit(data, gen, mesh)
+	return openCommit(data, gen, mesh, known)
 }
 
 // MaxCommit bounds the size of a commit object.
@@ -237,8 +241,22 @@ const MaxCommit = 1 << 16
 // OpenCommit verifies the bytes of generation gen's commit against the
 // mesh's signing key and decodes them. Its errors wrap ErrUnverified.
 func OpenCommit(data []byte, gen uint64, mesh ed25519.PublicKey) (*Commit, error) {
+	return openCommit(data, gen, mesh, nil)
+}
+
+// openCommit is OpenCommit, which takes bytes of known's digest (when
+// known is of generation gen) without verifying their signature again.
+func openCommit(data []byte, gen uint64, mesh ed25519.PublicKey, known *Known) (*Commit, error) {
 	var c Commit
-	if err := bundle.OpenSignedTOML(data, CommitCtx(gen), mesh, &c); err != nil {
+	err := ErrUnverified
+	if sum, ok := known.sum(gen); ok {
+		err = bundle.ReopenSignedTOML(data, sum, CommitCtx(gen), mesh, &c)
+	}
+	if err != nil {
+		c = Commit{}
+		err = bundle.OpenSignedTOML(data, CommitCtx(gen), mesh, &c)
+	}
+	if err != nil {
 		return nil, &unverified{fmt.Errorf("commit of generation %d: %w", gen, err)}
 	}
 	if c.Generation != gen {

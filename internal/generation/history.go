@@ -4,9 +4,12 @@ import (
 	"cmp"
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/muster-tool/muster/spool"
 )
@@ -51,12 +54,29 @@ func LoadHistory(ctx context.Context, sp spool.Spool, mesh ed25519.PublicKey) (*
 	return LoadHistoryFrom(ctx, sp, mesh, 0, nil)
 }
 
-// Known is a commit a reader verified before, with the store's tag of its
-// object (spool.Info.ETag) as a listing showed it then.
+// Known is a commit a reader verified before: its generation and Digest,
+// kept where only that reader can change them (a host's state, under its
+// key), and on a store with tags the tag of its object (spool.Info.ETag)
+// as a listing showed it then, with its bytes.
 type Known struct {
 	Generation uint64
+	Digest     string
 	ETag       string
 	Data       []byte
+}
+
+// sum is k's digest as bytes, when k is of generation gen.
+func (k *Known) sum(gen uint64) ([sha256.Size]byte, bool) {
+	var sum [sha256.Size]byte
+	if k == nil || k.Generation != gen {
+		return sum, false
+	}
+	h, ok := strings.CutPrefix(k.Digest, "sha256:")
+	if !ok || hex.DecodedLen(len(h)) != len(sum) {
+		return sum, false
+	}
+	_, err := hex.Decode(sum[:], []byte(h))
+	return sum, err == nil
 }
 
 // LoadHistoryFrom lists the commits of generation from and newer (all of
@@ -66,11 +86,11 @@ type Known struct {
 // before. It reads none of them yet.
 //
 // When the listing shows known's generation with known's ETag, Commit
-// takes that commit from known.Data, verified again against the mesh's
-// key, instead of reading it: the object is the one read before. Any
-// other tag (a spool restored from another copy, a commit replaced in
-// place) or none (a directory) reads the object as usual, so the checks
-// made on the commit, its digest above all, are the same either way.
+// takes that commit from known.Data instead of reading it: the object is
+// the one read before. Any other tag (a spool restored from another copy,
+// a commit replaced in place) or none (a directory) reads the object as
+// usual. Either way, bytes of known's Digest are not verified against the
+// mesh's key again (see bundle.ReopenSignedTOML); any others are.
 func LoadHistoryFrom(ctx context.Context, sp spool.Spool, mesh ed25519.PublicKey, from uint64, known *Known) (*History, error) {
 	h := &History{sp: sp, mesh: mesh, etags: map[uint64]string{}, known: known, read: map[uint64]*Commit{}, junk: map[uint64]bool{}}
 	after := ""
@@ -126,14 +146,14 @@ func (h *History) Commit(ctx context.Context, gen uint64) (*Commit, error) {
 		return nil, nil
 	}
 	if k := h.known; k != nil && k.Generation == gen && k.ETag != "" && k.ETag == h.etags[gen] {
-		if c, err := OpenCommit(k.Data, gen, h.mesh); err == nil {
+		if c, err := openCommit(k.Data, gen, h.mesh, k); err == nil {
 			h.read[gen] = c
 			return c, nil
 		}
 		// Bytes kept that no longer verify (a damaged state file) are
 		// no reason to trust the store less: read the object.
 	}
-	c, err := ReadCommit(ctx, h.sp, gen, h.mesh)
+	c, err := readCommit(ctx, h.sp, gen, h.mesh, h.known)
 	switch {
 	case err == nil:
 		h.read[gen] = c

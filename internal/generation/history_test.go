@@ -1,6 +1,7 @@
 package generation_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -227,5 +228,51 @@ func TestExpired(t *testing.T) {
 	}
 	if !c.Expired(now.Add(time.Nanosecond)) {
 		t.Error("not expired after its expiry")
+	}
+}
+
+// A commit a reader verified before (Known: kept under its own key) is
+// not verified against the mesh's key again when the spool holds those
+// very bytes; any other bytes are, and the signer is checked either way.
+func TestHistoryKnownCommitIsNotVerifiedAgain(t *testing.T) {
+	f := newFixture(t)
+	c1 := f.put(f.sp, 1, f.commit(f.mesh.Sign, 1, nil, "a"))
+	good := f.commit(f.mesh.Sign, 2, c1, "b")
+	// Bytes whose signature no longer verifies: only a reader that kept
+	// their digest takes them, which shows it did not verify them.
+	badSig := bytes.Clone(good)
+	badSig[len(badSig)-1] ^= 1
+	f.put(f.sp, 2, badSig)
+	rogue, _ := keys.Generate()
+	rogueData := f.commit(rogue.Sign, 3, c1, "x")
+	f.put(f.sp, 3, rogueData)
+
+	newest := func(known *generation.Known) uint64 {
+		t.Helper()
+		h, err := generation.LoadHistoryFrom(f.ctx, f.sp, f.pub(), 1, known)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := h.Newest(f.ctx)
+		if err != nil || c == nil {
+			t.Fatalf("newest: %v, %v", c, err)
+		}
+		return c.Generation
+	}
+	if g := newest(nil); g != 1 {
+		t.Errorf("with nothing known the newest is %d, want 1: a bad signature was taken", g)
+	}
+	if g := newest(&generation.Known{Generation: 2, Digest: generation.Digest(badSig)}); g != 2 {
+		t.Errorf("with generation 2's bytes known the newest is %d, want 2: they were verified again", g)
+	}
+	for name, k := range map[string]*generation.Known{
+		"another digest":     {Generation: 2, Digest: generation.Digest(good)},
+		"another generation": {Generation: 1, Digest: generation.Digest(badSig)},
+		"a digest unparsed":  {Generation: 2, Digest: "sha256:zz"},
+		"a rogue's commit":   {Generation: 3, Digest: generation.Digest(rogueData)},
+	} {
+		if g := newest(k); g != 1 {
+			t.Errorf("%s known: the newest is %d, want 1", name, g)
+		}
 	}
 }
