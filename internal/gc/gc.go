@@ -180,16 +180,17 @@ func Run(ctx context.Context, sp spool.Spool, opts Options) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	lost, err := LostRuns(ctx, sp, commits, held, opts.Now, opts.MinAge)
+	lost, emptied, err := LostRuns(ctx, sp, commits, held, opts.Now, opts.MinAge)
 	if err != nil {
 		return res, err
 	}
 	var sup []Removal
-	var emptied []string
 	if opts.Keep > 0 {
-		if sup, emptied, err = superseded(ctx, sp, commits, held, opts, &res); err != nil {
+		var dirs []string
+		if sup, dirs, err = superseded(ctx, sp, commits, held, opts, &res); err != nil {
 			return res, err
 		}
+		emptied = append(emptied, dirs...)
 	}
 	rev := RevokedObjects(opts.Revoked)
 	var joins []Removal
@@ -374,8 +375,10 @@ func HeldGenerations(ctx context.Context, sp spool.Spool) (map[uint64]bool, erro
 // lost the race for their generation: commits maps each committed
 // generation to the run its commit names, and held says which generations
 // still have bundles (HeldGenerations). Objects younger than minAge are
-// kept, and so are objects whose age the spool cannot tell.
-func LostRuns(ctx context.Context, sp spool.Spool, commits map[uint64]string, held map[uint64]bool, now time.Time, minAge time.Duration) ([]Removal, error) {
+// kept, and so are objects whose age the spool cannot tell. It also
+// returns the bundle directories of the lost runs whose every bundle it
+// selected, which a directory spool removes once they are empty.
+func LostRuns(ctx context.Context, sp spool.Spool, commits map[uint64]string, held map[uint64]bool, now time.Time, minAge time.Duration) (removals []Removal, emptied []string, err error) {
 	// The listing dates each object (S3's LastModified, a file's time):
 	// no request per object to ask its age.
 	lost := func(i spool.Info, g uint64, run string) (Removal, bool) {
@@ -390,7 +393,7 @@ func LostRuns(ctx context.Context, sp spool.Spool, commits map[uint64]string, he
 	// generation's bundles go: one listing of them all, one request per
 	// 1,000 runs, not one a generation.
 	manifests := map[uint64][]Removal{}
-	err := sp.List(ctx, spool.ManifestPrefix, func(i spool.Info) error {
+	err = sp.List(ctx, spool.ManifestPrefix, func(i spool.Info) error {
 		g, run, err := spool.ParseManifestName(i.Name)
 		if _, committed := commits[g]; err != nil || !committed {
 			return nil // not a manifest (spool verify says so), or not decided
@@ -401,7 +404,7 @@ func LostRuns(ctx context.Context, sp spool.Spool, commits map[uint64]string, he
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// A run's bundles are decl/<gen>/<run>/<node>: a generation's runs
 	// are named by a listing of directories, and only a lost run's
@@ -409,6 +412,7 @@ func LostRuns(ctx context.Context, sp spool.Spool, commits map[uint64]string, he
 	// round trip to an object store: several generations at once.
 	gens := slices.DeleteFunc(sortedGens(commits), func(g uint64) bool { return !held[g] })
 	bundles := make([][]Removal, len(gens))
+	dirs := make([][]string, len(gens))
 	err = workpool.Run(ctx, len(gens), perGeneration, func(k int) error {
 		g := gens[k]
 		prefix := spool.DeclGenPrefix(g)
@@ -421,20 +425,26 @@ func LostRuns(ctx context.Context, sp spool.Spool, commits map[uint64]string, he
 			if run == commits[g] {
 				continue
 			}
+			kept := false
 			err := sp.List(ctx, dir, func(i spool.Info) error {
-				if r, ok := lost(i, g, run); ok {
+				r, ok := lost(i, g, run)
+				if ok {
 					bundles[k] = append(bundles[k], r)
 				}
+				kept = kept || !ok
 				return nil
 			})
 			if err != nil {
 				return err
 			}
+			if !kept {
+				dirs[k] = append(dirs[k], dir)
+			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// A generation's manifests, then its bundles, generation by
 	// generation.
@@ -444,10 +454,11 @@ func LostRuns(ctx context.Context, sp spool.Spool, commits map[uint64]string, he
 		out = append(out, manifests[g]...)
 		if k < len(gens) && gens[k] == g {
 			out = append(out, bundles[k]...)
+			emptied = append(emptied, dirs[k]...)
 			k++
 		}
 	}
-	return out, nil
+	return out, emptied, nil
 }
 
 // Assigned returns the node ids generation gen's manifest assigned a

@@ -159,6 +159,14 @@ func TestLostRuns(t *testing.T) {
 			t.Errorf("gc left %s of the lost run", n)
 		}
 	}
+	// The lost run's emptied directory goes with its bundles; one that
+	// still holds a bundle too young to remove stays.
+	for prefix, want := range map[string]bool{spool.DeclRunPrefix(1, "runb"): false, spool.DeclRunPrefix(2, "runc"): true, spool.DeclRunPrefix(1, "runa"): true} {
+		_, err := os.Stat(filepath.Join(f.dir.Path(), filepath.FromSlash(prefix)))
+		if got := err == nil; got != want {
+			t.Errorf("directory %s exists = %v, want %v", prefix, got, want)
+		}
+	}
 	if len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "generation 4") {
 		t.Errorf("notes = %q, want one saying generation 4 was kept", res.Notes)
 	}
