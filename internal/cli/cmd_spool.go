@@ -367,17 +367,17 @@ func gcAssigned(env *Env, m *mesh.Mesh) gc.Assigned {
 }
 
 // gcRevoked gives `spool gc` the identities the mesh no longer trusts,
-// with their reports and briefings as the report state and the registry
-// (after SupersededBriefings) found them, and the report that carries
-// each one's node's newest recovery copy, which stays. When the recovery
+// with their reports and briefings as the report state and the registry's
+// listing of briefings found them, and the report that carries each
+// one's node's newest recovery copy, which stays. When the recovery
 // copies cannot be read, no report is removed.
-func gcRevoked(env *Env, reg *enrol.Registry, st *fleet.State) (map[string]gc.Revoked, error) {
+func gcRevoked(env *Env, reg *enrol.Registry, briefs map[string][]string, st *fleet.State) (map[string]gc.Revoked, error) {
 	out := map[string]gc.Revoked{}
 	for _, n := range reg.Nodes {
 		for _, id := range append(slices.Clone(n.Past), n.Current) {
 			if id != nil && id.Revoked() {
 				out[id.NodeID] = gc.Revoked{Name: id.Name, RevokedAt: id.RevokedAt, Reason: id.RevokeReason,
-					Objects: slices.Concat(reg.BriefingNames(id.NodeID), st.ReportNames(id.NodeID))}
+					Objects: slices.Concat(briefs[id.NodeID], st.ReportNames(id.NodeID))}
 			}
 		}
 	}
@@ -524,8 +524,8 @@ func runSpoolGC(env *Env, o spoolGCOptions, args []string) error {
 			return err
 		}
 		env.Warn(refused)
-		opts.SupersededBriefings = briefs
-		if opts.Revoked, err = gcRevoked(env, reg, st); err != nil {
+		opts.SupersededBriefings = briefs.Superseded
+		if opts.Revoked, err = gcRevoked(env, reg, briefs.Names, st); err != nil {
 			return err
 		}
 		opts.DecidedJoins = gcDecided(reg)

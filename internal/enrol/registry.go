@@ -95,9 +95,6 @@ type Registry struct {
 	joinDirs   map[string]joinDir
 	cachePath  string
 	cacheStale bool
-	// briefNames are the names of every briefing in the spool, by node
-	// id, as SupersededBriefings last listed them.
-	briefNames map[string][]string
 }
 
 // cached returns the record the registry cache holds for the object i
@@ -627,9 +624,8 @@ func (r *Registry) Briefing(ctx context.Context, m *mesh.Mesh, nodeID string) (*
 }
 
 // briefings is Briefings, or Briefing for node id only when it is set.
-// If superseded is not nil, the briefings no reader needs any more are
-// added to it (see SupersededBriefings).
-func (r *Registry) briefings(ctx context.Context, m *mesh.Mesh, only string, superseded *[]Superseded) (map[string]*brief.Briefing, []string, error) {
+// If forGC is not nil, it is filled in (see SupersededBriefings).
+func (r *Registry) briefings(ctx context.Context, m *mesh.Mesh, only string, forGC *GCBriefings) (map[string]*brief.Briefing, []string, error) {
 	// Every briefing name by node, oldest first (the spool lists in
 	// order), and the size of each node's newest (-1: not listed).
 	all := map[string][]string{}
@@ -649,8 +645,8 @@ func (r *Registry) briefings(ctx context.Context, m *mesh.Mesh, only string, sup
 	}); err != nil {
 		return nil, nil, err
 	}
-	if superseded != nil && only == "" {
-		r.briefNames = all
+	if forGC != nil {
+		forGC.Names = all
 	}
 	var refused []string
 	cachePath := BriefingsCachePath(m.Dir, m.Spool.String())
@@ -742,16 +738,17 @@ func (r *Registry) briefings(ctx context.Context, m *mesh.Mesh, only string, sup
 		mu.Unlock()
 		return nil
 	})
-	if err == nil && superseded != nil {
+	if err == nil && forGC != nil {
 		for _, node := range todo {
 			names := all[node]
 			newest := names[len(names)-1]
 			if _, ok := kept[newest]; ok {
 				for _, name := range names[:len(names)-1] {
-					*superseded = append(*superseded, Superseded{Object: name, By: newest})
+					forGC.Superseded = append(forGC.Superseded, Superseded{Object: name, By: newest})
 				}
 			}
 		}
+		slices.SortFunc(forGC.Superseded, func(a, b Superseded) int { return strings.Compare(a.Object, b.Object) })
 	}
 	if err == nil && only == "" && (opened > 0 || len(kept) != len(cache.Briefings)) {
 		c := &briefingsCache{Spool: m.Spool.String(), Mesh: m.Public().Fingerprint(), Briefings: kept}
@@ -769,24 +766,28 @@ type Superseded struct {
 	Object, By string
 }
 
-// SupersededBriefings is Briefings for spool gc: it returns the briefings
-// of trusted identities older than their node's newest, where that one
-// verified, in name order, and Briefings' warnings. A node's newest
-// briefing that verifies is the only one read (here, and by report, which
-// reads the newest), so no reader needs the older ones. A node whose
-// newest briefing does not verify keeps all of its.
-func (r *Registry) SupersededBriefings(ctx context.Context, m *mesh.Mesh) ([]Superseded, []string, error) {
-	var out []Superseded
-	_, refused, err := r.briefings(ctx, m, "", &out)
-	slices.SortFunc(out, func(a, b Superseded) int { return strings.Compare(a.Object, b.Object) })
-	return out, refused, err
+// GCBriefings is what spool gc needs of the briefings, from one listing.
+type GCBriefings struct {
+	// Superseded are the briefings of trusted identities older than
+	// their node's newest, where that one verified, in name order. A
+	// node's newest briefing that verifies is the only one read (here,
+	// and by report, which reads the newest), so no reader needs the
+	// older ones. A node whose newest briefing does not verify keeps all
+	// of its.
+	Superseded []Superseded
+	// Names are the names of every briefing in the spool, by node id,
+	// oldest first: what gc removes of a revoked identity, known without
+	// listing its directory again.
+	Names map[string][]string
 }
 
-// BriefingNames returns the names of identity nodeID's briefings, oldest
-// first, as SupersededBriefings last listed them (nil before it has): what
-// spool gc removes of a revoked identity, known without listing its
-// directory again.
-func (r *Registry) BriefingNames(nodeID string) []string { return r.briefNames[nodeID] }
+// SupersededBriefings is Briefings for spool gc: it returns what gc needs
+// of the briefings, and Briefings' warnings.
+func (r *Registry) SupersededBriefings(ctx context.Context, m *mesh.Mesh) (GCBriefings, []string, error) {
+	var out GCBriefings
+	_, refused, err := r.briefings(ctx, m, "", &out)
+	return out, refused, err
+}
 
 // OpenBriefing reads and verifies one briefing against its identity.
 func (r *Registry) OpenBriefing(ctx context.Context, m *mesh.Mesh, nodeID string, seq uint64) (*brief.Briefing, error) {

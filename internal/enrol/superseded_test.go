@@ -61,12 +61,19 @@ func TestSupersededBriefings(t *testing.T) {
 		want = append(want, Superseded{Object: n, By: web1[len(web1)-1]})
 	}
 	slices.SortFunc(want, func(a, b Superseded) int { return strings.Compare(a.Object, b.Object) })
-	got, same, err := f.registry().SupersededBriefings(f.ctx, f.m)
+	gcb, same, err := f.registry().SupersededBriefings(f.ctx, f.m)
+	got := gcb.Superseded
 	if err != nil || !reflect.DeepEqual(same, warnings) {
 		t.Fatalf("superseded: warnings %q, %v; want %q", same, err, warnings)
 	}
 	if len(want) != 2 || !reflect.DeepEqual(got, want) {
 		t.Fatalf("superseded %+v\nwant %+v", got, want)
+	}
+	// Every node's names, the revoked one's too, as the spool lists them.
+	for _, node := range []string{"web-1", "web-2", "db-1"} {
+		if n := gcb.Names[nodes[node]]; !slices.Equal(n, names(node)) || len(n) == 0 {
+			t.Errorf("%s's briefings are named %v, want %v", node, n, names(node))
+		}
 	}
 	for _, s := range got {
 		if err := f.m.Spool.Delete(f.ctx, s.Object); err != nil {
@@ -86,8 +93,8 @@ func TestSupersededBriefings(t *testing.T) {
 		if !reflect.DeepEqual(after, before) || !reflect.DeepEqual(again, warnings) {
 			t.Errorf("with the cache %v: after the superseded went\n%+v %q\nbefore\n%+v %q", cached, after, again, before, warnings)
 		}
-		if s, _, err := f.registry().SupersededBriefings(f.ctx, f.m); err != nil || len(s) != 0 {
-			t.Errorf("with the cache %v: superseded again %+v", cached, s)
+		if s, _, err := f.registry().SupersededBriefings(f.ctx, f.m); err != nil || len(s.Superseded) != 0 {
+			t.Errorf("with the cache %v: superseded again %+v", cached, s.Superseded)
 		}
 	}
 	if n := len(names("web-2")); n != 3 {
