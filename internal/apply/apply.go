@@ -222,8 +222,15 @@ func (r *run) prepare(ctx context.Context) error {
 		return nil
 	}
 	r.gen, r.commit, r.nd = f.gen, f.commit, f.nd
-	if err := checkDeclaration(r.gen, r.nd); err != nil {
-		return err
+	if f.decoded {
+		// A declaration from the cache passed this check when it was
+		// cached, by this muster version (the cache is bound to it).
+		if err := checkDeclaration(r.gen, r.nd); err != nil {
+			return err
+		}
+		if !o.DryRun {
+			saveCachedDeclaration(r.state, o.Identity.Pair.Sign, spool.DeclName(f.gen, f.commit.Run, r.nodeID), f.sum, o.Version, f.nd)
+		}
 	}
 	if !r.hadLedger && len(r.nd.Recovery) > 0 {
 		r.led = ledger.FromEntries(r.nd.Recovery)

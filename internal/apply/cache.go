@@ -29,6 +29,12 @@ import (
 // holds that same commit (its digest checked as on every run): it is not
 // read again at all, because objects are write-once and this one was
 // verified when the cache was written (see fetchNewest).
+// A declaration is cached only once it passed checkDeclaration, which a
+// declaration taken from the cache does not go through again: the check
+// depends on nothing but the declaration and the muster version the
+// cache is bound to (v5 on: a cache of v4 held declarations not yet
+// checked).
+//
 // The cache is sealed with AES-GCM under a key derived from the host's
 // signing key: it holds the declaration's plaintext, secrets included, so
 // it is as private as the host key beside it, and nothing but this host can
@@ -38,7 +44,7 @@ import (
 // changes whenever its layout does.
 const (
 	cacheFile    = "declaration.cache"
-	cacheVersion = "muster declaration cache v4"
+	cacheVersion = "muster declaration cache v5"
 )
 
 func cacheKey(sign ed25519.PrivateKey) ([]byte, error) {

@@ -188,8 +188,14 @@ type fetch struct {
 	gen, newest uint64
 	commit      *generation.Commit
 	// etag is the store's tag of the commit's object, as listed.
-	etag    string
-	nd      *generation.NodeDeclaration
+	etag string
+	nd   *generation.NodeDeclaration
+	// decoded: nd was decoded from the spool's object, not taken from
+	// the declaration cache, which holds only declarations that passed
+	// checkDeclaration; sum is the sha256 of the object, which the
+	// cache is written under once nd passes it too.
+	decoded bool
+	sum     [32]byte
 	skipped []generation.Skipped
 	// junk are this node's declarations that did not verify, skipped.
 	junk []string
@@ -231,7 +237,7 @@ func fetchNewest(ctx context.Context, o Options, meshSign ed25519.PublicKey, nod
 		if f.err != nil || f.gen == 0 || f.nd != nil {
 			return f
 		}
-		f.nd, f.err = fetchDeclaration(ctx, o, meshSign, f.gen, f.commit.Run, nodeID)
+		f.nd, f.decoded, f.sum, f.err = fetchDeclaration(ctx, o, meshSign, f.gen, f.commit.Run, nodeID)
 		if f.err == nil || fault.ClassOf(f.err) != fault.Refused {
 			return f
 		}
@@ -261,26 +267,23 @@ func revoked(ctx context.Context, o Options) error {
 // fetchDeclaration reads this node's declaration of generation gen,
 // verifies the mesh's signature and decrypts it, or takes it from the
 // declaration cache when the object's bytes are the ones verified before.
-func fetchDeclaration(ctx context.Context, o Options, meshSign ed25519.PublicKey, gen uint64, run, nodeID string) (*generation.NodeDeclaration, error) {
+// decoded says which, and sum is the sha256 of the object's bytes.
+func fetchDeclaration(ctx context.Context, o Options, meshSign ed25519.PublicKey, gen uint64, run, nodeID string) (nd *generation.NodeDeclaration, decoded bool, sum [32]byte, err error) {
 	name := spool.DeclName(gen, run, nodeID)
 	data, err := o.Spool.Get(ctx, name, 0)
 	if err != nil {
-		return nil, err
+		return nil, false, sum, err
 	}
-	sum := sha256.Sum256(data)
-	state := o.Config.State
-	nd, csum, cached := loadCachedDeclaration(state, o.Identity.Pair.Sign, name, o.Version)
+	sum = sha256.Sum256(data)
+	nd, csum, cached := loadCachedDeclaration(o.Config.State, o.Identity.Pair.Sign, name, o.Version)
 	if cached = cached && csum == sum; !cached {
 		nd = new(generation.NodeDeclaration)
 		if err := bundle.OpenTOML(data, generation.DeclCtx(gen, run, nodeID), o.Identity.Pair.Age, meshSign, nd); err != nil {
-			return nil, fault.New(fault.Refused, fmt.Errorf("declaration %s refused: %w", name, err))
+			return nil, false, sum, fault.New(fault.Refused, fmt.Errorf("declaration %s refused: %w", name, err))
 		}
 	}
 	if nd.NodeID != nodeID || nd.Generation != gen || nd.Run != run {
-		return nil, fault.Refusedf("declaration %s refused: it is addressed to node %s, generation %d", name, nd.NodeID, nd.Generation)
+		return nil, false, sum, fault.Refusedf("declaration %s refused: it is addressed to node %s, generation %d", name, nd.NodeID, nd.Generation)
 	}
-	if !cached && !o.DryRun {
-		saveCachedDeclaration(state, o.Identity.Pair.Sign, name, sum, o.Version, nd)
-	}
-	return nd, nil
+	return nd, !cached, sum, nil
 }
