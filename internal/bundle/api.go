@@ -134,7 +134,7 @@ func SignTOML(v any, c Context, signer ed25519.PrivateKey) ([]byte, error) {
 // refused. It checks all that OpenSignedTOML checks but the signature
 // itself, which the digest vouches for: an ed25519 verification, with the
 // table the first one in a process builds, costs a host's apply that finds
-// nothing new about a twentieth of its CPU time.
+// nothing new a few percent of its CPU time.
 func ReopenSignedTOML(data []byte, verified [sha256.Size]byte, c Context, signer ed25519.PublicKey, v any) error {
 	if sha256.Sum256(data) != verified {
 		return refuse(subject(c), ErrBadSignature, "not the bytes verified before")
