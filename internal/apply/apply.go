@@ -320,11 +320,11 @@ func (r *run) reconcile(ctx context.Context) error {
 		_ = keepFingerprints(r.state, r.known, sys.Fingerprints())
 		r.gc.released()
 	}
-	// What this host owns after the run, entry by entry: the rule is
-	// here alone, for both passes below.
-	entry := func(i int) (ledger.Entry, bool) {
+	// What this host owns after the run, entry by entry, given what the
+	// ledger before holds under the resource's id: the rule is here
+	// alone, for both passes below.
+	entry := func(i int, old ledger.Entry, owned bool) (ledger.Entry, bool) {
 		res, s := &results[i], &nd.Resources[i]
-		old, owned := r.led[res.ID]
 		switch {
 		case declaredAbsent(s):
 			// Nothing is owned where the declaration wants nothing.
@@ -337,26 +337,34 @@ func (r *run) reconcile(ctx context.Context) error {
 		}
 		return ledger.Entry{}, false
 	}
-	lines := make([]outcome.Line, 0, len(results))
-	for _, res := range results { // one per resource, in order, with its ID
-		l := outcome.Line{ID: res.ID, Status: res.Status, Detail: res.Detail, Digest: res.Digest}
-		if old, owned := r.led[res.ID]; !o.DryRun && owned {
-			lostChange(&l, old)
-		}
-		lines = append(lines, l)
-	}
 	// Most runs from a timer own exactly what the ledger before says:
 	// that ledger is then the one after, and no copy of it is made (for a
 	// host of 100,000 files, about 20 MiB held to the end of the run).
 	// Every entry the ledger before holds is then declared, so nothing
-	// is an orphan.
+	// is an orphan. The pass that makes the lines tells, with one lookup
+	// of each resource in the ledger before.
+	lines := make([]outcome.Line, 0, len(results))
+	var tally ledgerTally
+	for i := range results { // one per resource, in order, with its ID
+		res := &results[i]
+		old, owned := r.led[res.ID]
+		l := outcome.Line{ID: res.ID, Status: res.Status, Detail: res.Detail, Digest: res.Digest}
+		if !o.DryRun && owned {
+			lostChange(&l, old)
+		}
+		lines = append(lines, l)
+		if e, ok := entry(i, old, owned); ok {
+			tally.add(e, old, owned)
+		}
+	}
 	newLedger := r.led
-	if !sameEntries(r.led, len(results), entry) {
+	if !tally.sameAs(r.led) {
 		declared := make(map[string]bool, len(results))
 		newLedger = make(ledger.Ledger, len(results))
 		for i, res := range results {
 			declared[res.ID] = true
-			if e, ok := entry(i); ok {
+			old, owned := r.led[res.ID]
+			if e, ok := entry(i, old, owned); ok {
 				newLedger[e.ID] = e
 			}
 		}
@@ -371,22 +379,23 @@ func (r *run) reconcile(ctx context.Context) error {
 	return nil
 }
 
-// sameEntries reports whether the n entries entry gives (those it says
-// ok for, by distinct ids) are exactly the entries of led.
-func sameEntries(led ledger.Ledger, n int, entry func(int) (ledger.Entry, bool)) bool {
-	kept := 0
-	for i := range n {
-		e, ok := entry(i)
-		if !ok {
-			continue
-		}
-		if old, found := led[e.ID]; !found || old != e {
-			return false
-		}
-		kept++
-	}
-	return kept == len(led)
+// ledgerTally tells, entry by entry, whether the entries a run gives
+// (one a resource, by distinct ids) are exactly the entries of the ledger
+// before.
+type ledgerTally struct {
+	differs bool
+	kept    int
 }
+
+// add counts entry e, given what the ledger before holds under its id
+// (owned: it holds old).
+func (t *ledgerTally) add(e, old ledger.Entry, owned bool) {
+	t.differs = t.differs || !owned || old != e
+	t.kept++
+}
+
+// sameAs reports whether the entries counted are exactly led's.
+func (t *ledgerTally) sameAs(led ledger.Ledger) bool { return !t.differs && t.kept == len(led) }
 
 // account counts the lines and makes the report, whose outcome is
 // computed from them.

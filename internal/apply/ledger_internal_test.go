@@ -142,23 +142,30 @@ func BenchmarkLedgerLoad1000(b *testing.B) {
 	}
 }
 
-// sameEntries says the ledger after a run is the one before only when it
+// ledgerTally says the ledger after a run is the one before only when it
 // holds exactly the same entries: one entry changed (its digest, whether
 // the host created it), one gone (declared absent now, or an orphan), or
 // one new each make it another ledger.
-func TestSameEntries(t *testing.T) {
+func TestLedgerTally(t *testing.T) {
 	led := ledger.Ledger{}
 	var entries []ledger.Entry
 	for i := range 4 {
 		e := ledger.Entry{ID: fmt.Sprintf("file:/etc/f%d", i), Kind: resource.File, Path: fmt.Sprintf("/etc/f%d", i), Digest: fmt.Sprintf("sha256:%064d", i)}
 		led[e.ID], entries = e, append(entries, e)
 	}
-	// given returns the entry function of a run whose results are es,
-	// each owned unless absent says otherwise.
-	given := func(es []ledger.Entry, absent int) func(int) (ledger.Entry, bool) {
-		return func(i int) (ledger.Entry, bool) { return es[i], i != absent }
+	// sameEntries tallies a run whose results are es, each owned unless
+	// absent says otherwise, as reconcile does.
+	sameEntries := func(es []ledger.Entry, absent int) bool {
+		var t ledgerTally
+		for i, e := range es {
+			if i != absent {
+				old, owned := led[e.ID]
+				t.add(e, old, owned)
+			}
+		}
+		return t.sameAs(led)
 	}
-	if !sameEntries(led, len(entries), given(entries, -1)) {
+	if !sameEntries(entries, -1) {
 		t.Error("the same entries were not the same ledger")
 	}
 	changed := slices.Clone(entries)
@@ -176,7 +183,7 @@ func TestSameEntries(t *testing.T) {
 		"one an orphan":       {entries[:3], -1},
 		"one new":             {extra, -1},
 	} {
-		if sameEntries(led, len(c.es), given(c.es, c.absent)) {
+		if sameEntries(c.es, c.absent) {
 			t.Errorf("%s: taken for the same ledger", name)
 		}
 	}
