@@ -63,9 +63,13 @@ func findGeneration(ctx context.Context, sp spool.Spool, nodeID string, meshSign
 				return false, nil
 			}
 		}
-		_, err := sp.Stat(ctx, spool.DeclName(c.Generation, c.Run, nodeID))
-		if skip[c.Generation] {
-			err = spool.ErrNotFound
+		// Read, not asked about: the declaration of the generation
+		// chosen is read next, and a GET of an object that is not there
+		// costs what a HEAD does.
+		var data []byte
+		err := spool.ErrNotFound
+		if !skip[c.Generation] {
+			data, err = sp.Get(ctx, spool.DeclName(c.Generation, c.Run, nodeID), 0)
 		}
 		switch {
 		case errors.Is(err, spool.ErrNotFound):
@@ -77,7 +81,7 @@ func findGeneration(ctx context.Context, sp spool.Spool, nodeID string, meshSign
 		case c.Generation < last:
 			return false, fault.Refusedf("rollback refused: the newest generation in spool %s with a declaration for this node is generation %d, older than generation %d, which this host already applied", sp, c.Generation, last)
 		}
-		chosen = c
+		chosen, f.data = c, data
 		return false, nil
 	})
 	if fault.ClassOf(f.err) == fault.Refused || f.err == nil && (f.newest < last || f.newest == 0) {
@@ -189,6 +193,9 @@ type fetch struct {
 	commit      *generation.Commit
 	// etag is the store's tag of the commit's object, as listed.
 	etag string
+	// data is this node's declaration object of gen, as read while
+	// looking for it; nil when nd came from the declaration cache.
+	data []byte
 	nd   *generation.NodeDeclaration
 	// decoded: nd was decoded from the spool's object, not taken from
 	// the declaration cache, which holds only declarations that passed
@@ -237,7 +244,8 @@ func fetchNewest(ctx context.Context, o Options, meshSign ed25519.PublicKey, nod
 		if f.err != nil || f.gen == 0 || f.nd != nil {
 			return f
 		}
-		f.nd, f.decoded, f.sum, f.err = fetchDeclaration(ctx, o, meshSign, f.gen, f.commit.Run, nodeID)
+		f.nd, f.decoded, f.sum, f.err = fetchDeclaration(ctx, o, meshSign, f.gen, f.commit.Run, nodeID, f.data)
+		f.data = nil
 		if f.err == nil || fault.ClassOf(f.err) != fault.Refused {
 			return f
 		}
@@ -264,15 +272,17 @@ func revoked(ctx context.Context, o Options) error {
 		"if the host should stay, ask the operator for a re-enrolment token (muster enrol issue "+rv.Name+" --reenrol) and run muster enrol join --force with it")
 }
 
-// fetchDeclaration reads this node's declaration of generation gen,
-// verifies the mesh's signature and decrypts it, or takes it from the
-// declaration cache when the object's bytes are the ones verified before.
-// decoded says which, and sum is the sha256 of the object's bytes.
-func fetchDeclaration(ctx context.Context, o Options, meshSign ed25519.PublicKey, gen uint64, run, nodeID string) (nd *generation.NodeDeclaration, decoded bool, sum [32]byte, err error) {
+// fetchDeclaration verifies the mesh's signature on this node's
+// declaration of generation gen (data: the object's bytes, read when nil)
+// and decrypts it, or takes it from the declaration cache when the
+// object's bytes are the ones verified before. decoded says which, and
+// sum is the sha256 of the object's bytes.
+func fetchDeclaration(ctx context.Context, o Options, meshSign ed25519.PublicKey, gen uint64, run, nodeID string, data []byte) (nd *generation.NodeDeclaration, decoded bool, sum [32]byte, err error) {
 	name := spool.DeclName(gen, run, nodeID)
-	data, err := o.Spool.Get(ctx, name, 0)
-	if err != nil {
-		return nil, false, sum, err
+	if data == nil {
+		if data, err = o.Spool.Get(ctx, name, 0); err != nil {
+			return nil, false, sum, err
+		}
 	}
 	sum = sha256.Sum256(data)
 	nd, csum, cached := loadCachedDeclaration(o.Config.State, o.Identity.Pair.Sign, name, o.Version)
