@@ -160,6 +160,9 @@ type run struct {
 	up        *upgrade.Upgrade
 	lines     []outcome.Line
 	newLedger ledger.Ledger // what the host owns after it
+	// ledgerKept: newLedger is the ledger before itself, which the run
+	// found to hold exactly what it owns after.
+	ledgerKept bool
 }
 
 // prepare reads the host's state and fetches the generation to apply and
@@ -358,7 +361,8 @@ func (r *run) reconcile(ctx context.Context) error {
 		}
 	}
 	newLedger := r.led
-	if !tally.sameAs(r.led) {
+	r.ledgerKept = tally.sameAs(r.led)
+	if !r.ledgerKept {
 		declared := make(map[string]bool, len(results))
 		newLedger = make(ledger.Ledger, len(results))
 		for i, res := range results {

@@ -115,7 +115,7 @@ func (r *run) deliver(ctx context.Context) error {
 	// report going out; the next run starts from the state before, and
 	// reports again what this one changed (lostChange).
 	var keepErr error
-	if !sameLedger(r.led, r.newLedger) || !r.hadLedger {
+	if !r.hadLedger || !r.ledgerKept && !sameLedger(r.led, r.newLedger) {
 		keepErr = saveLedger(r.state, r.key, r.newLedger)
 	}
 	if crashed("ledger") {

@@ -7,7 +7,8 @@
 package ledger
 
 import (
-	"sort"
+	"slices"
+	"strings"
 
 	"github.com/muster-tool/muster/internal/resource"
 )
@@ -46,9 +47,11 @@ func (l Ledger) Entries() []Entry {
 	for _, e := range l {
 		out = append(out, e)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	slices.SortFunc(out, byID)
 	return out
 }
+
+func byID(a, b Entry) int { return strings.Compare(a.ID, b.ID) }
 
 // Orphans returns the entries whose ids are not in declared, sorted by id.
 func (l Ledger) Orphans(declared map[string]bool) []Entry {
@@ -58,7 +61,7 @@ func (l Ledger) Orphans(declared map[string]bool) []Entry {
 			out = append(out, e)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	slices.SortFunc(out, byID)
 	return out
 }
 
