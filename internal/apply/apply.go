@@ -143,15 +143,18 @@ type run struct {
 	st                  *State
 	hadState, hadLedger bool
 	led                 ledger.Ledger // what the host owned before this run
-	known               []resource.Fingerprint
-	nodeID              string
-	meshSign            ed25519.PublicKey
-	start               time.Time
-	f                   fetch
-	gen                 uint64
-	commit              *generation.Commit
-	nd                  *generation.NodeDeclaration
-	notes               []string
+	// ledIDs are led's ids in its file's order, which spares sorting
+	// its entries for the report when the run keeps it.
+	ledIDs   []string
+	known    []resource.Fingerprint
+	nodeID   string
+	meshSign ed25519.PublicKey
+	start    time.Time
+	f        fetch
+	gen      uint64
+	commit   *generation.Commit
+	nd       *generation.NodeDeclaration
+	notes    []string
 
 	// briefed: this run sent a briefing (rebrief), so the state changed.
 	briefed bool
@@ -192,7 +195,7 @@ func (r *run) prepare(ctx context.Context) error {
 	r.start = o.Now()
 	fetched := make(chan fetch, 1)
 	go func() { fetched <- fetchNewest(ctx, o, r.meshSign, r.nodeID, r.st) }()
-	if r.led, r.hadLedger, err = loadLedger(r.state, r.key); err != nil {
+	if r.led, r.ledIDs, r.hadLedger, err = loadLedger(r.state, r.key); err != nil {
 		<-fetched
 		return err
 	}
@@ -401,6 +404,17 @@ func (t *ledgerTally) add(e, old ledger.Entry, owned bool) {
 // sameAs reports whether the entries counted are exactly led's.
 func (t *ledgerTally) sameAs(led ledger.Ledger) bool { return !t.differs && t.kept == len(led) }
 
+// ledgerEntries are the entries of the ledger after the run, sorted by
+// id: those of the ledger file in its order when the run kept it.
+func (r *run) ledgerEntries() []ledger.Entry {
+	if r.ledgerKept {
+		if es := r.led.InOrder(r.ledIDs); es != nil {
+			return es
+		}
+	}
+	return r.newLedger.Entries()
+}
+
 // account counts the lines and makes the report, whose outcome is
 // computed from them.
 func (r *run) account() {
@@ -409,7 +423,7 @@ func (r *run) account() {
 	r.res.Report = &report.Report{
 		Version: report.FormatVersion, Node: r.o.Config.Node, NodeID: r.nodeID, Generation: r.gen,
 		Start: r.start.UTC(), End: r.o.Now().UTC(), Muster: r.o.Version, NewestSeen: r.f.newest, Commit: r.commit.Digest,
-		Lines: r.lines, Notes: r.notes, Ledger: r.newLedger.Entries(),
+		Lines: r.lines, Notes: r.notes, Ledger: r.ledgerEntries(),
 	}
 }
 

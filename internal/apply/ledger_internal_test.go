@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -41,12 +42,17 @@ func TestLedgerRoundTrip(t *testing.T) {
 	if err := saveLedger(dir, key, want); err != nil {
 		t.Fatal(err)
 	}
-	got, ok, err := loadLedger(dir, key)
+	got, ids, ok, err := loadLedger(dir, key)
 	if err != nil || !ok {
 		t.Fatalf("load: %v, %v", ok, err)
 	}
 	if !sameLedger(got, want) {
 		t.Errorf("round trip:\n got %v\nwant %v", got, want)
+	}
+	// The file lists the entries by id: their order is Entries' without
+	// a sort.
+	if es := got.InOrder(ids); !reflect.DeepEqual(es, want.Entries()) {
+		t.Errorf("the file's order is not the entries' sorted:\n got %v\nwant %v", es, want.Entries())
 	}
 	data, err := os.ReadFile(filepath.Join(dir, ledgerFile))
 	if err != nil {
@@ -108,7 +114,7 @@ func TestStateFilesAuthenticated(t *testing.T) {
 	lpath := filepath.Join(dir, ledgerFile)
 	data, _ := os.ReadFile(lpath)
 	os.WriteFile(lpath, bytes.Replace(data, []byte("created"), []byte("-"), 1), 0o600)
-	if _, _, err := loadLedger(dir, key); err == nil || !strings.Contains(err.Error(), "does not authenticate") {
+	if _, _, _, err := loadLedger(dir, key); err == nil || !strings.Contains(err.Error(), "does not authenticate") {
 		t.Errorf("ledger edited: %v", err)
 	}
 }
@@ -136,7 +142,7 @@ func BenchmarkLedgerLoad1000(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if _, _, err := loadLedger(dir, key); err != nil {
+		if _, _, _, err := loadLedger(dir, key); err != nil {
 			b.Fatal(err)
 		}
 	}

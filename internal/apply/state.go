@@ -177,40 +177,43 @@ func saveState(dir string, key stateKey, s *State) error {
 const ledgerHeader = "# muster ledger 1: what this host owns; written by muster apply, see muster-apply(1)"
 
 // loadLedger reads the ledger; a missing file returns ok=false.
-func loadLedger(dir string, key stateKey) (ledger.Ledger, bool, error) {
+// loadLedger reads the ledger file, and the ids of its entries in the
+// file's order (by id, as saveLedger writes them: see ledger.InOrder).
+func loadLedger(dir string, key stateKey) (ledger.Ledger, []string, bool, error) {
 	path := filepath.Join(dir, ledgerFile)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return ledger.Ledger{}, false, nil
+		return ledger.Ledger{}, nil, false, nil
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	if data, err = key.open(data); err != nil {
-		return nil, false, fault.WithHint(fault.Refusedf("ledger %s refused: %v", path, err), recoverHint(path))
+		return nil, nil, false, fault.WithHint(fault.Refusedf("ledger %s refused: %v", path, err), recoverHint(path))
 	}
-	l, err := parseLedger(string(data))
+	l, ids, err := parseLedger(string(data))
 	if err != nil {
-		return nil, false, fault.WithHint(fmt.Errorf("ledger %s is corrupt: %v", path, err), recoverHint(path))
+		return nil, nil, false, fault.WithHint(fmt.Errorf("ledger %s is corrupt: %v", path, err), recoverHint(path))
 	}
-	return l, true, nil
+	return l, ids, true, nil
 }
 
-func parseLedger(text string) (ledger.Ledger, error) {
+func parseLedger(text string) (ledger.Ledger, []string, error) {
 	first, rest, _ := strings.Cut(text, "\n")
 	if first != ledgerHeader {
-		return nil, errors.New("line 1: not a muster ledger of a version this muster knows")
+		return nil, nil, errors.New("line 1: not a muster ledger of a version this muster knows")
 	}
 	if text != "" && !strings.HasSuffix(text, "\n") {
-		return nil, errors.New("the last line is cut short")
+		return nil, nil, errors.New("the last line is cut short")
 	}
-	l := make(ledger.Ledger, strings.Count(rest, "\n"))
+	count := strings.Count(rest, "\n")
+	l, ids := make(ledger.Ledger, count), make([]string, 0, count)
 	var f [4]string
 	for n := 2; rest != ""; n++ {
 		var line string
 		line, rest, _ = strings.Cut(rest, "\n")
 		if k := strings.Count(line, "\t") + 1; k != 4 {
-			return nil, fmt.Errorf("line %d: %d fields, want 4", n, k)
+			return nil, nil, fmt.Errorf("line %d: %d fields, want 4", n, k)
 		}
 		f[0], line, _ = strings.Cut(line, "\t")
 		f[1], line, _ = strings.Cut(line, "\t")
@@ -220,7 +223,7 @@ func parseLedger(text string) (ledger.Ledger, error) {
 		if strings.HasPrefix(where, `"`) {
 			var err error
 			if where, err = strconv.Unquote(where); err != nil {
-				return nil, fmt.Errorf("line %d: bad quoted path or name", n)
+				return nil, nil, fmt.Errorf("line %d: bad quoted path or name", n)
 			}
 		}
 		switch e.Kind {
@@ -229,31 +232,32 @@ func parseLedger(text string) (ledger.Ledger, error) {
 		case resource.Package, resource.Service, resource.User, resource.Group:
 			e.Name = where
 		default:
-			return nil, fmt.Errorf("line %d: unknown type %q", n, f[0])
+			return nil, nil, fmt.Errorf("line %d: unknown type %q", n, f[0])
 		}
 		switch f[2] {
 		case "created":
 			e.Created = true
 		case "-":
 		default:
-			return nil, fmt.Errorf("line %d: third field %q, want created or -", n, f[2])
+			return nil, nil, fmt.Errorf("line %d: third field %q, want created or -", n, f[2])
 		}
 		if f[3] != "-" {
 			if !strings.HasPrefix(f[3], "sha256:") {
-				return nil, fmt.Errorf("line %d: digest %q", n, f[3])
+				return nil, nil, fmt.Errorf("line %d: digest %q", n, f[3])
 			}
 			e.Digest = f[3]
 		}
 		if where == "" {
-			return nil, fmt.Errorf("line %d: no path or name", n)
+			return nil, nil, fmt.Errorf("line %d: no path or name", n)
 		}
 		e.ID = e.Spec().ID()
 		if _, dup := l[e.ID]; dup {
-			return nil, fmt.Errorf("line %d: %s listed twice", n, e.ID)
+			return nil, nil, fmt.Errorf("line %d: %s listed twice", n, e.ID)
 		}
 		l[e.ID] = e
+		ids = append(ids, e.ID)
 	}
-	return l, nil
+	return l, ids, nil
 }
 
 func saveLedger(dir string, key stateKey, l ledger.Ledger) error {

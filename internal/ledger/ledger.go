@@ -53,6 +53,25 @@ func (l Ledger) Entries() []Entry {
 
 func byID(a, b Entry) int { return strings.Compare(a.ID, b.ID) }
 
+// InOrder is Entries without the sort, given ids: the ledger's ids in
+// order, as a ledger file lists them (sorting 100,000 entries costs a
+// host's apply that finds nothing to do about 3% of its CPU time). It
+// returns nil when ids are not exactly that.
+func (l Ledger) InOrder(ids []string) []Entry {
+	if len(ids) != len(l) {
+		return nil
+	}
+	out := make([]Entry, len(ids))
+	for i, id := range ids {
+		e, ok := l[id]
+		if !ok || i > 0 && ids[i-1] >= id {
+			return nil
+		}
+		out[i] = e
+	}
+	return out
+}
+
 // Orphans returns the entries whose ids are not in declared, sorted by id.
 func (l Ledger) Orphans(declared map[string]bool) []Entry {
 	var out []Entry

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/muster-tool/muster/internal/resource"
@@ -25,5 +26,28 @@ func TestOrphansAreOwnedAndUndeclared(t *testing.T) {
 	}
 	if len(FromEntries(nil).Orphans(nil)) != 0 {
 		t.Error("an empty ledger has orphans")
+	}
+}
+
+// InOrder gives Entries for the ledger's ids in order, and nothing for
+// ids that are not exactly those, in order.
+func TestInOrder(t *testing.T) {
+	l := FromEntries([]Entry{
+		{ID: "file:/etc/b", Kind: resource.File, Path: "/etc/b"},
+		{ID: "file:/etc/a", Kind: resource.File, Path: "/etc/a", Created: true},
+		{ID: "package:nginx", Kind: resource.Package, Name: "nginx"},
+	})
+	if got, want := l.InOrder([]string{"file:/etc/a", "file:/etc/b", "package:nginx"}), l.Entries(); !reflect.DeepEqual(got, want) {
+		t.Errorf("in order: %+v, want %+v", got, want)
+	}
+	for name, ids := range map[string][]string{
+		"out of order":  {"file:/etc/b", "file:/etc/a", "package:nginx"},
+		"one missing":   {"file:/etc/a", "file:/etc/b"},
+		"one not there": {"file:/etc/a", "file:/etc/b", "package:zsh"},
+		"one twice":     {"file:/etc/a", "file:/etc/a", "package:nginx"},
+	} {
+		if got := l.InOrder(ids); got != nil {
+			t.Errorf("%s: %+v, want nil", name, got)
+		}
 	}
 }
