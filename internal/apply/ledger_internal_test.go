@@ -194,3 +194,20 @@ func TestLedgerTally(t *testing.T) {
 		}
 	}
 }
+
+// An entry listed twice is refused, next to itself or apart (a ledger
+// whose lines are not in id order, which saveLedger never writes).
+func TestParseLedgerRefusesAnEntryTwice(t *testing.T) {
+	a, b := "file\t/etc/a\t-\t-\n", "file\t/etc/b\t-\t-\n"
+	for name, text := range map[string]string{
+		"next to itself": ledgerHeader + "\n" + a + a,
+		"apart":          ledgerHeader + "\n" + a + b + a,
+	} {
+		if _, _, err := parseLedger(text); err == nil || !strings.Contains(err.Error(), "file:/etc/a listed twice") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if l, ids, err := parseLedger(ledgerHeader + "\n" + b + a); err != nil || len(l) != 2 || l.InOrder(ids) != nil {
+		t.Errorf("out of id order: %v, %v, %v", l, ids, err)
+	}
+}
