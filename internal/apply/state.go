@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/muster-tool/muster/internal/host"
 	"github.com/muster-tool/muster/internal/tomlfile"
@@ -191,7 +192,9 @@ func loadLedger(dir string, key stateKey) (ledger.Ledger, []string, bool, error)
 	if data, err = key.open(data); err != nil {
 		return nil, nil, false, fault.WithHint(fault.Refusedf("ledger %s refused: %v", path, err), recoverHint(path))
 	}
-	l, ids, err := parseLedger(string(data))
+	// Not copied: the entries' strings point into the file's bytes,
+	// which nothing writes again (10 MiB for a host of 100,000 files).
+	l, ids, err := parseLedger(unsafe.String(unsafe.SliceData(data), len(data)))
 	if err != nil {
 		return nil, nil, false, fault.WithHint(fmt.Errorf("ledger %s is corrupt: %v", path, err), recoverHint(path))
 	}

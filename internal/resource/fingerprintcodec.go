@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"unsafe"
 
 	"github.com/muster-tool/muster/internal/bincode"
 )
@@ -20,7 +21,9 @@ const fingerprintHeader = "muster fingerprints v1\n"
 var errFingerprints = errors.New("fingerprints file is not whole")
 
 // DecodeFingerprints decodes what EncodeFingerprints wrote, refusing data
-// that is not whole.
+// that is not whole. The paths point into data, which the caller must not
+// change afterwards (a copy would be 7 MiB more for a host of 100,000
+// files).
 func DecodeFingerprints(data []byte) ([]Fingerprint, error) {
 	if len(data) < len(fingerprintHeader)+sha256.Size || !bytes.HasPrefix(data, []byte(fingerprintHeader)) {
 		return nil, errFingerprints
@@ -29,7 +32,8 @@ func DecodeFingerprints(data []byte) ([]Fingerprint, error) {
 	if sha256.Sum256(body) != [sha256.Size]byte(sum) {
 		return nil, errFingerprints
 	}
-	d := bincode.Decoder{S: string(body[len(fingerprintHeader):])}
+	rest := body[len(fingerprintHeader):]
+	d := bincode.Decoder{S: unsafe.String(unsafe.SliceData(rest), len(rest))}
 	const least = 1 + 5 + sha256.Size // a path's length, five integers, the digest
 	fps := make([]Fingerprint, d.Count(least))
 	for i := range fps {
