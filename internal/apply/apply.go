@@ -308,7 +308,9 @@ func (r *run) reconcile(ctx context.Context) error {
 		}
 	}
 
-	sys := &resource.System{Root: o.Root, Packages: o.Packages, Services: o.Services, DryRun: o.DryRun, Prune: nd.Prune, Known: r.known, Now: o.Now, Owns: r.led.Owns}
+	// Checked: prepare held the declaration to Validate (checkDeclaration),
+	// or took it from the cache, which holds only one that passed.
+	sys := &resource.System{Root: o.Root, Packages: o.Packages, Services: o.Services, DryRun: o.DryRun, Prune: nd.Prune, Known: r.known, Now: o.Now, Owns: r.led.Owns, Checked: true}
 	staging := &stagingNote{dir: r.state}
 	if !o.DryRun {
 		sys.SweepTemps = staging.found()

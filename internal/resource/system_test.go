@@ -690,3 +690,29 @@ func TestApplyManyLinesInParallel(t *testing.T) {
 		}
 	}
 }
+
+// A System checks the specs it is given (Check, Clashes) and fails the
+// lines that break the rules, unless Checked says its caller held them
+// to Validate already, as apply does with every declaration: then it
+// does not look again.
+func TestApplyChecksUnlessChecked(t *testing.T) {
+	specs := []Spec{file("/etc/good", "g\n"), file("/etc//bad", "b\n"), file("/etc/both", "f\n"), {Kind: Directory, Path: "/etc/both"}}
+	res := apply(t, &System{Root: newRoot(t)}, specs...)
+	wantStatus(t, res, "file:/etc/good", outcome.Changed)
+	if r := wantStatus(t, res, "file:/etc//bad", outcome.Failed); !strings.Contains(r.Detail, "is not clean") {
+		t.Errorf("the unclean path failed with %q", r.Detail)
+	}
+	for _, id := range []string{"file:/etc/both", "directory:/etc/both"} {
+		if r := wantStatus(t, res, id, outcome.Failed); !strings.Contains(r.Detail, "a path has one type") {
+			t.Errorf("%s failed with %q", id, r.Detail)
+		}
+	}
+
+	root := newRoot(t)
+	res = apply(t, &System{Root: root, Checked: true}, specs[0], specs[2])
+	wantStatus(t, res, "file:/etc/good", outcome.Changed)
+	wantStatus(t, res, "file:/etc/both", outcome.Changed)
+	if got := read(t, root, "/etc/both"); got != "f\n" {
+		t.Errorf("/etc/both holds %q", got)
+	}
+}
