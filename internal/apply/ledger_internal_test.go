@@ -198,12 +198,13 @@ func TestLedgerTally(t *testing.T) {
 // An entry listed twice is refused, next to itself or apart (a ledger
 // whose lines are not in id order, which saveLedger never writes).
 func TestParseLedgerRefusesAnEntryTwice(t *testing.T) {
-	a, b := "file\t/etc/a\t-\t-\n", "file\t/etc/b\t-\t-\n"
+	a, b, c := "file\t/etc/a\t-\t-\n", "file\t/etc/b\t-\t-\n", "file\t/etc/c\t-\t-\n"
 	for name, text := range map[string]string{
-		"next to itself": ledgerHeader + "\n" + a + a,
-		"apart":          ledgerHeader + "\n" + a + b + a,
+		"next to itself":          ledgerHeader + "\n" + a + a,
+		"apart":                   ledgerHeader + "\n" + a + b + a,
+		"after the order is lost": ledgerHeader + "\n" + b + c + a + b,
 	} {
-		if _, _, err := parseLedger(text); err == nil || !strings.Contains(err.Error(), "file:/etc/a listed twice") {
+		if _, _, err := parseLedger(text); err == nil || !strings.Contains(err.Error(), "listed twice") {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

@@ -177,9 +177,9 @@ func saveState(dir string, key stateKey, s *State) error {
 // a leading double quote is written as a Go-quoted string.
 const ledgerHeader = "# muster ledger 1: what this host owns; written by muster apply, see muster-apply(1)"
 
-// loadLedger reads the ledger; a missing file returns ok=false.
 // loadLedger reads the ledger file, and the ids of its entries in the
-// file's order (by id, as saveLedger writes them: see ledger.InOrder).
+// file's order (by id, as saveLedger writes them: see ledger.InOrder); a
+// missing file returns ok=false.
 func loadLedger(dir string, key stateKey) (ledger.Ledger, []string, bool, error) {
 	path := filepath.Join(dir, ledgerFile)
 	data, err := os.ReadFile(path)
@@ -211,6 +211,7 @@ func parseLedger(text string) (ledger.Ledger, []string, error) {
 	}
 	count := strings.Count(rest, "\n")
 	l, ids := make(ledger.Ledger, count), make([]string, 0, count)
+	sorted := true // so far, each id after the one before
 	var f [4]string
 	for n := 2; rest != ""; n++ {
 		var line string
@@ -254,9 +255,10 @@ func parseLedger(text string) (ledger.Ledger, []string, error) {
 			return nil, nil, fmt.Errorf("line %d: no path or name", n)
 		}
 		e.ID = e.Spec().ID()
-		// saveLedger lists the entries by id: one after the one before
-		// cannot be listed twice, and needs no lookup to say so.
-		if len(ids) > 0 && e.ID <= ids[len(ids)-1] {
+		// saveLedger lists the entries by id: while they come in that
+		// order, one after the one before cannot be listed twice, and
+		// needs no lookup to say so.
+		if sorted = sorted && (len(ids) == 0 || e.ID > ids[len(ids)-1]); !sorted {
 			if _, dup := l[e.ID]; dup {
 				return nil, nil, fmt.Errorf("line %d: %s listed twice", n, e.ID)
 			}
