@@ -180,6 +180,9 @@ func (r *run) prepare(ctx context.Context) error {
 		// Under the lock no other apply is writing: temp files left
 		// here are from a run that was killed.
 		removeStaleTemps(r.state)
+		// A cache: the next run derives the key's public half again
+		// without it.
+		_ = host.KeepPublicKey(o.Config, o.Identity)
 	}
 	var err error
 	if r.key, err = newStateKey(o.Identity.Pair.Sign); err != nil {

@@ -325,3 +325,26 @@ func TestSpoolGoneKeepsReportInOutbox(t *testing.T) {
 		t.Fatalf("the spool holds %d reports; want 3, the second saying app.conf changed in generation %d", len(reps), gen)
 	}
 }
+
+// A host enrolled before the signing key's public half was kept beside it
+// gets the file from its first real run; a dry run, which writes no
+// state, does not write it.
+func TestRealRunKeepsThePublicKey(t *testing.T) {
+	f := newFixture(t)
+	h := f.enrol("web-1")
+	f.declare(everyNode + "[role.all.file.\"/etc/motd\"]\ncontent = \"hi\\n\"\n")
+	pub := filepath.Join(h.state, "host.sign.pub")
+	if err := os.Remove(pub); err != nil {
+		t.Fatalf("the join left no public-key file: %v", err)
+	}
+	if _, err := f.apply(h, func(o *apply.Options) { o.DryRun = true }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(pub); err == nil {
+		t.Error("a dry run wrote the public-key file")
+	}
+	f.mustApply(h)
+	if _, err := os.Stat(pub); err != nil {
+		t.Errorf("a real run did not keep the public key: %v", err)
+	}
+}

@@ -178,7 +178,7 @@ func WriteIdentity(state string, pair *keys.Pair, mesh keys.Public) error {
 	if err := os.Chmod(state, 0o700); err != nil {
 		return err
 	}
-	if err := keys.Write(state, "host", pair); err != nil {
+	if err := keys.Write(state, keyRole, pair); err != nil {
 		return err
 	}
 	data, err := tomlfile.Encode("", pinned{Mesh: mesh})
@@ -191,7 +191,7 @@ func WriteIdentity(state string, pair *keys.Pair, mesh keys.Public) error {
 // HasIdentity reports whether the state directory already holds a host
 // identity.
 func HasIdentity(state string) bool {
-	if keys.Exists(state, "host") {
+	if keys.Exists(state, keyRole) {
 		return true
 	}
 	_, err := os.Stat(filepath.Join(state, pinnedFile))
@@ -248,7 +248,7 @@ const (
 // and the state kept under its key: a new identity replaces them all, and
 // starts without state (the mesh's recovery copy tells it what the
 // identity it replaced owned).
-var identityFiles = append(keys.FileNames("host"), pinnedFile, joinFile, StateFile, LedgerFile)
+var identityFiles = append(keys.FileNames(keyRole), pinnedFile, joinFile, StateFile, LedgerFile)
 
 // RemoveIdentity deletes the identity files (cleanup after a failed join).
 func RemoveIdentity(state string) error {
@@ -299,9 +299,20 @@ func SetIdentityAside(state string) (restore, discard func() error, err error) {
 
 const asideSuffix = ".replaced"
 
+// keyRole names the host's key files in the state directory.
+const keyRole = "host"
+
+// KeepPublicKey keeps the public half of the signing key of id, which
+// LoadIdentity read with c, beside the key when LoadIdentity had to derive
+// it (keys.KeepPublic): a command that writes to the state directory
+// anyway calls it, so that the next run need not derive it.
+func KeepPublicKey(c *Config, id *Identity) error {
+	return keys.KeepPublic(c.State, keyRole, id.Pair)
+}
+
 // LoadIdentity reads the identity from the state directory named in c.
 func LoadIdentity(c *Config) (*Identity, error) {
-	pair, err := keys.Load(c.State, "host")
+	pair, err := keys.Load(c.State, keyRole)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fault.WithHint(err, "this host is not enrolled: muster enrol join")
 	}

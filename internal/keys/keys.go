@@ -41,6 +41,9 @@ const (
 type Pair struct {
 	Age  *age.X25519Identity
 	Sign ed25519.PrivateKey
+	// publicKept: Load took Sign's public half from ROLE.sign.pub (see
+	// KeepPublic).
+	publicKept bool
 }
 
 // Public is the public half of a Pair as text, the way it is pinned and
@@ -156,7 +159,8 @@ func Write(dir, role string, p *Pair) error {
 		os.Remove(ageFile(dir, role))
 		return err
 	}
-	writePublic(dir, role, p.Sign)
+	// A cache, which Load does without: not a reason to fail.
+	_ = writePublic(dir, role, p.Sign)
 	return nil
 }
 
@@ -207,7 +211,8 @@ func Load(dir, role string) (*Pair, error) {
 	if !ok || derr != nil || len(seed) != ed25519.SeedSize {
 		return nil, fmt.Errorf("key file %s: not a muster signing key", signFile(dir, role))
 	}
-	return &Pair{Age: id, Sign: signingKey(dir, role, seed)}, nil
+	sign, kept := signingKey(dir, role, seed)
+	return &Pair{Age: id, Sign: sign, publicKept: kept}, nil
 }
 
 // A signing key's public half is derived from its seed by a scalar
@@ -217,25 +222,38 @@ func Load(dir, role string) (*Pair, error) {
 // and signs nothing. So ROLE.sign.pub keeps the public half beside the
 // seed, with an HMAC-SHA256 over it under a key derived from the seed:
 // only the holder of the seed can write one that Load takes. A file that
-// is missing, damaged, of another key or changed by hand is ignored; the
-// public half is derived again and the file written again, where the
-// directory lets it.
+// is missing, damaged, of another key or changed by hand is ignored, and
+// the public half derived again. Write writes the file; Load writes
+// nothing (a command that promises to write nothing keeps its word), and
+// KeepPublic writes it again for a pair Load had to derive.
 const (
 	pubPrefix = "MUSTER-SIGN-PUBLIC-KEY-1:"
 	pubLabel  = "muster signing key public half v1"
 )
 
 // signingKey is the private key of seed, with the public half from
-// ROLE.sign.pub when that file vouches for it.
-func signingKey(dir, role string, seed []byte) ed25519.PrivateKey {
+// ROLE.sign.pub when that file vouches for it (kept).
+func signingKey(dir, role string, seed []byte) (k ed25519.PrivateKey, kept bool) {
 	if data, err := os.ReadFile(pubFile(dir, role)); err == nil {
 		if pub, ok := openPublic(seed, data); ok {
-			return ed25519.PrivateKey(append(slices.Clip(seed), pub...))
+			return ed25519.PrivateKey(append(slices.Clip(seed), pub...)), true
 		}
 	}
-	k := ed25519.NewKeyFromSeed(seed)
-	writePublic(dir, role, k)
-	return k
+	return ed25519.NewKeyFromSeed(seed), false
+}
+
+// KeepPublic writes ROLE.sign.pub in dir for p, which Load read from dir,
+// unless Load took p's public half from that file already, so that the
+// next Load need not derive it.
+func KeepPublic(dir, role string, p *Pair) error {
+	if p.publicKept {
+		return nil
+	}
+	if err := writePublic(dir, role, p.Sign); err != nil {
+		return err
+	}
+	p.publicKept = true
+	return nil
 }
 
 // pubMAC authenticates a public half under a key derived from seed.
@@ -265,12 +283,12 @@ func openPublic(seed, data []byte) ([]byte, bool) {
 }
 
 // writePublic writes k's public half to ROLE.sign.pub, for Load. It is a
-// cache: an error (a directory this user cannot write) only means the
-// next Load derives the half again.
-func writePublic(dir, role string, k ed25519.PrivateKey) {
+// cache: a file that could not be written (a directory this user cannot
+// write) only means the next Load derives the half again.
+func writePublic(dir, role string, k ed25519.PrivateKey) error {
 	pub := k.Public().(ed25519.PublicKey)
 	line := pubPrefix + base64.RawURLEncoding.EncodeToString(pub) + " " + hex.EncodeToString(pubMAC(k.Seed(), pub)) + "\n"
-	atomicfile.WriteCache(pubFile(dir, role), []byte(line), 0o600)
+	return atomicfile.WriteCache(pubFile(dir, role), []byte(line), 0o600)
 }
 
 type missingKeyError struct{ path string }

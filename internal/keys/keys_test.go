@@ -169,7 +169,8 @@ func TestPublicParsesAndFingerprintIsStable(t *testing.T) {
 
 // Load takes the public half of the signing key from ROLE.sign.pub only
 // when its MAC is the seed's: a file changed by hand, or another key's,
-// is ignored and written again with the half derived from the seed.
+// is ignored. Load writes nothing; KeepPublic writes the file again for a
+// pair whose half Load had to derive, and leaves it alone otherwise.
 func TestLoadKeepsThePublicHalfOnlyWhenItAuthenticates(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "k")
 	p, _ := Generate()
@@ -185,23 +186,31 @@ func TestLoadKeepsThePublicHalfOnlyWhenItAuthenticates(t *testing.T) {
 		t.Errorf("%s has mode %o, want 600", pubPath, st.Mode().Perm())
 	}
 	want := p.Sign.Public().(ed25519.PublicKey)
-	load := func() ed25519.PrivateKey {
+	load := func() *Pair {
 		t.Helper()
 		got, err := Load(dir, "host")
 		if err != nil {
 			t.Fatal(err)
 		}
-		return got.Sign
+		return got
 	}
 
 	// What the file holds is what Load uses: a half the seed's MAC
-	// vouches for is taken without deriving it.
+	// vouches for is taken without deriving it, and KeepPublic leaves
+	// the file as it is.
 	other, _ := Generate()
 	otherPub := other.Sign.Public().(ed25519.PublicKey)
 	vouched := pubPrefix + base64.RawURLEncoding.EncodeToString(otherPub) + " " + hex.EncodeToString(pubMAC(p.Sign.Seed(), otherPub)) + "\n"
 	os.WriteFile(pubPath, []byte(vouched), 0o600)
-	if got := load().Public().(ed25519.PublicKey); !got.Equal(otherPub) {
+	q := load()
+	if got := q.Sign.Public().(ed25519.PublicKey); !got.Equal(otherPub) {
 		t.Fatal("Load derived the public half although the file vouched for one")
+	}
+	if err := KeepPublic(dir, "host", q); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.ReadFile(pubPath); string(again) != vouched {
+		t.Error("KeepPublic wrote the file again although Load took the half from it")
 	}
 
 	for name, data := range map[string]string{
@@ -217,14 +226,20 @@ func TestLoadKeepsThePublicHalfOnlyWhenItAuthenticates(t *testing.T) {
 			os.WriteFile(pubPath, []byte(data), 0o600)
 		}
 		k := load()
-		if got := k.Public().(ed25519.PublicKey); !got.Equal(want) {
+		if got := k.Sign.Public().(ed25519.PublicKey); !got.Equal(want) {
 			t.Errorf("%s: Load took the public half from the file", name)
 		}
-		if msg := []byte("m"); !ed25519.Verify(want, msg, ed25519.Sign(k, msg)) {
+		if msg := []byte("m"); !ed25519.Verify(want, msg, ed25519.Sign(k.Sign, msg)) {
 			t.Errorf("%s: the loaded key does not sign for its public half", name)
 		}
+		if again, err := os.ReadFile(pubPath); name == "missing" && err == nil || name != "missing" && string(again) != data {
+			t.Errorf("%s: Load wrote the file", name)
+		}
+		if err := KeepPublic(dir, "host", k); err != nil {
+			t.Fatal(err)
+		}
 		if again, _ := os.ReadFile(pubPath); string(again) != string(written) {
-			t.Errorf("%s: the file was not written again: %q", name, again)
+			t.Errorf("%s: KeepPublic did not write the file again: %q", name, again)
 		}
 	}
 }
