@@ -80,8 +80,9 @@ func Run(ctx context.Context, e Env) *Briefing {
 	add := func(id string, s outcome.Status, format string, args ...any) {
 		b.Lines = append(b.Lines, outcome.Line{ID: id, Status: s, Detail: fmt.Sprintf(format, args...)})
 	}
-	// os
-	if name := osRelease(filepath.Join(root, "etc", "os-release")); name != "" {
+	// os: the file is read once, for this line and the facts.
+	rel := osReleaseFields(filepath.Join(root, "etc", "os-release"))
+	if name := rel["PRETTY_NAME"]; name != "" {
 		add("os", outcome.OK, "%s", name)
 	} else {
 		add("os", outcome.Warn, "no readable etc/os-release under %s", root)
@@ -144,7 +145,7 @@ func Run(ctx context.Context, e Env) *Briefing {
 		add("spool", outcome.OK, "%s readable and writable", e.Spool)
 	}
 	add("muster", outcome.OK, "%s", e.Version)
-	b.Facts = gatherFacts(root)
+	b.Facts = gatherFacts(root, rel)
 	return b
 }
 
@@ -153,10 +154,6 @@ func writable(sp spool.Spool) error {
 		return unix.Access(d.Path(), unix.W_OK)
 	}
 	return nil
-}
-
-func osRelease(path string) string {
-	return osReleaseFields(path)["PRETTY_NAME"]
 }
 
 // osReleaseFields reads the KEY=value lines of an os-release file, values

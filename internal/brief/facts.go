@@ -41,9 +41,10 @@ type Facts struct {
 	Addresses []string `toml:"addresses" json:"addresses"`
 }
 
-// gatherFacts reads the facts of the host, with root's os-release (and,
-// for a root other than /, its etc/hostname).
-func gatherFacts(root string) *Facts {
+// gatherFacts reads the facts of the host, with the fields of root's
+// os-release, rel (osReleaseFields), and for a root other than / its
+// etc/hostname.
+func gatherFacts(root string, rel map[string]string) *Facts {
 	f := &Facts{Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), Addresses: addresses()}
 	f.Hostname, _ = os.Hostname()
 	if root != "/" {
@@ -53,7 +54,6 @@ func gatherFacts(root string) *Facts {
 			}
 		}
 	}
-	rel := osReleaseFields(filepath.Join(root, "etc", "os-release"))
 	f.OSID, f.OSVersion, f.OSCodename = rel["ID"], rel["VERSION_ID"], rel["VERSION_CODENAME"]
 	var si unix.Sysinfo_t
 	if unix.Sysinfo(&si) == nil {
