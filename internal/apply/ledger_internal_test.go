@@ -13,6 +13,7 @@ import (
 
 	"github.com/muster-tool/muster/internal/fault"
 
+	"github.com/muster-tool/muster/internal/keys"
 	"github.com/muster-tool/muster/internal/ledger"
 	"github.com/muster-tool/muster/internal/resource"
 )
@@ -92,9 +93,9 @@ func TestStateFilesAuthenticated(t *testing.T) {
 	good, _ := os.ReadFile(path)
 	for name, data := range map[string][]byte{
 		"generation edited": bytes.Replace(good, []byte("generation = 3"), []byte("generation = 2"), 1),
-		"line removed":      good[:bytes.LastIndex(good, []byte(macPrefix))],
+		"line removed":      good[:bytes.LastIndex(good, []byte(keys.MACPrefix))],
 		"cut short":         good[:len(good)-5],
-		"another host's":    append(testKey(t).seal(good[:bytes.LastIndex(good, []byte(macPrefix))])[:0:0], testKey(t).seal(good[:bytes.LastIndex(good, []byte(macPrefix))])...),
+		"another host's":    append(testKey(t).seal(good[:bytes.LastIndex(good, []byte(keys.MACPrefix))])[:0:0], testKey(t).seal(good[:bytes.LastIndex(good, []byte(keys.MACPrefix))])...),
 	} {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)

@@ -12,8 +12,6 @@ package keys
 
 import (
 	"crypto/ed25519"
-	"crypto/hkdf"
-	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -220,10 +218,10 @@ func Load(dir, role string) (*Pair, error) {
 // table as well: about 0.7 ms of CPU, a tenth of a host's whole apply
 // that finds nothing to do, which needs the public half for its node id
 // and signs nothing. So ROLE.sign.pub keeps the public half beside the
-// seed, with an HMAC-SHA256 over it under a key derived from the seed:
-// only the holder of the seed can write one that Load takes. A file that
-// is missing, damaged, of another key or changed by hand is ignored, and
-// the public half derived again. Write writes the file; Load writes
+// seed, sealed under a key derived from the seed (Sealer, as the host's
+// state files are): only the holder of the seed can write one that Load
+// takes. A file that is missing, damaged, of another key or changed by
+// hand is ignored, and the public half derived again. Write writes the file; Load writes
 // nothing (a command that promises to write nothing keeps its word), and
 // KeepPublic writes it again for a pair Load had to derive.
 const (
@@ -256,39 +254,41 @@ func KeepPublic(dir, role string, p *Pair) error {
 	return nil
 }
 
-// pubMAC authenticates a public half under a key derived from seed.
-func pubMAC(seed, pub []byte) []byte {
-	key, err := hkdf.Key(sha256.New, seed, nil, pubLabel, 32)
+// pubSealer seals the public-key file of seed's key.
+func pubSealer(seed []byte) Sealer {
+	k, err := NewSealer(seed, pubLabel)
 	if err != nil {
 		panic(err) // a 32-byte key of SHA-256 is always available
 	}
-	m := hmac.New(sha256.New, key)
-	m.Write(pub)
-	return m.Sum(nil)
+	return k
 }
 
-// openPublic returns the public half data holds, if its MAC is seed's.
+// openPublic returns the public half data holds, if it is sealed under
+// seed's key.
 func openPublic(seed, data []byte) ([]byte, bool) {
-	line, ok := strings.CutPrefix(strings.TrimSpace(string(data)), pubPrefix)
+	body, ok := pubSealer(seed).Open(data)
 	if !ok {
 		return nil, false
 	}
-	pubText, macText, ok := strings.Cut(line, " ")
-	pub, err1 := base64.RawURLEncoding.DecodeString(pubText)
-	mac, err2 := hex.DecodeString(macText)
-	if !ok || err1 != nil || err2 != nil || len(pub) != ed25519.PublicKeySize || !hmac.Equal(mac, pubMAC(seed, pub)) {
+	text, ok := strings.CutPrefix(strings.TrimSuffix(string(body), "\n"), pubPrefix)
+	pub, err := base64.RawURLEncoding.DecodeString(text)
+	if !ok || err != nil || len(pub) != ed25519.PublicKeySize {
 		return nil, false
 	}
 	return pub, true
+}
+
+// publicFile is the content of ROLE.sign.pub for k.
+func publicFile(k ed25519.PrivateKey) []byte {
+	body := pubPrefix + base64.RawURLEncoding.EncodeToString(k.Public().(ed25519.PublicKey)) + "\n"
+	return pubSealer(k.Seed()).Seal([]byte(body))
 }
 
 // writePublic writes k's public half to ROLE.sign.pub, for Load. It is a
 // cache: a file that could not be written (a directory this user cannot
 // write) only means the next Load derives the half again.
 func writePublic(dir, role string, k ed25519.PrivateKey) error {
-	pub := k.Public().(ed25519.PublicKey)
-	line := pubPrefix + base64.RawURLEncoding.EncodeToString(pub) + " " + hex.EncodeToString(pubMAC(k.Seed(), pub)) + "\n"
-	return atomicfile.WriteCache(pubFile(dir, role), []byte(line), 0o600)
+	return atomicfile.WriteCache(pubFile(dir, role), publicFile(k), 0o600)
 }
 
 type missingKeyError struct{ path string }

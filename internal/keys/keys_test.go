@@ -3,7 +3,6 @@ package keys
 import (
 	"crypto/ed25519"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
@@ -200,7 +199,7 @@ func TestLoadKeepsThePublicHalfOnlyWhenItAuthenticates(t *testing.T) {
 	// the file as it is.
 	other, _ := Generate()
 	otherPub := other.Sign.Public().(ed25519.PublicKey)
-	vouched := pubPrefix + base64.RawURLEncoding.EncodeToString(otherPub) + " " + hex.EncodeToString(pubMAC(p.Sign.Seed(), otherPub)) + "\n"
+	vouched := string(pubSealer(p.Sign.Seed()).Seal([]byte(pubPrefix + base64.RawURLEncoding.EncodeToString(otherPub) + "\n")))
 	os.WriteFile(pubPath, []byte(vouched), 0o600)
 	q := load()
 	if got := q.Sign.Public().(ed25519.PublicKey); !got.Equal(otherPub) {
@@ -216,7 +215,7 @@ func TestLoadKeepsThePublicHalfOnlyWhenItAuthenticates(t *testing.T) {
 	for name, data := range map[string]string{
 		"missing":                "",
 		"another half, this MAC": strings.Replace(string(written), base64.RawURLEncoding.EncodeToString(want), base64.RawURLEncoding.EncodeToString(otherPub), 1),
-		"another key's file":     pubPrefix + base64.RawURLEncoding.EncodeToString(otherPub) + " " + hex.EncodeToString(pubMAC(other.Sign.Seed(), otherPub)) + "\n",
+		"another key's file":     string(publicFile(other.Sign)),
 		"damaged":                string(written[:len(written)-9]) + "\n",
 		"garbage":                "ed25519:xyz\n",
 	} {
