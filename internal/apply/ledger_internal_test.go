@@ -213,3 +213,41 @@ func TestParseLedgerRefusesAnEntryTwice(t *testing.T) {
 		t.Errorf("out of id order: %v, %v, %v", l, ids, err)
 	}
 }
+
+// Whatever the ledger file holds, parseLedger refuses it or returns entries
+// that formatLedger writes back as a file parsing to the same entries, and
+// never panics. A ledger it accepts has each entry under its own id.
+func FuzzParseLedger(f *testing.F) {
+	f.Add(ledgerHeader + "\n")
+	f.Add(ledgerHeader + "\n" +
+		"file\t\"\\\"/srv/leading quote\"\t-\t-\n" +
+		"file\t/etc/motd\tcreated\tsha256:5e1a\n" +
+		"package\tnginx\t-\tsha256:9c0d\n" +
+		"symlink\t\"/srv/with\\ttab\"\t-\t-\n" +
+		"user\tdeploy\tcreated\t-\n")
+	f.Add(ledgerHeader + "\nfile\t/etc/b\t-\t-\nfile\t/etc/a\t-\t-\nfile\t/etc/b\t-\t-\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		got, ids, err := parseLedger(text)
+		if err != nil {
+			return
+		}
+		if len(ids) != len(got) {
+			t.Fatalf("%d ids for %d entries", len(ids), len(got))
+		}
+		for id, e := range got {
+			if e.ID != id || e.Spec().ID() != id {
+				t.Fatalf("entry %+v under id %q", e, id)
+			}
+		}
+		again, ids2, err := parseLedger(string(formatLedger(got)))
+		if err != nil {
+			t.Fatalf("the ledger written back does not parse: %v\n%q", err, formatLedger(got))
+		}
+		if !sameLedger(again, got) {
+			t.Fatalf("written back and read again:\n got %v\nwant %v", again, got)
+		}
+		if again.InOrder(ids2) == nil {
+			t.Fatalf("the ledger written back is not in id order: %q", ids2)
+		}
+	})
+}

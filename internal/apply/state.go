@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -270,7 +271,12 @@ func parseLedger(text string) (ledger.Ledger, []string, error) {
 }
 
 func saveLedger(dir string, key stateKey, l ledger.Ledger) error {
-	var b strings.Builder
+	return atomicfile.WriteFile(filepath.Join(dir, ledgerFile), key.seal(formatLedger(l)), 0o600)
+}
+
+// formatLedger is the ledger file's text for l, the entries by id.
+func formatLedger(l ledger.Ledger) []byte {
+	var b bytes.Buffer
 	b.WriteString(ledgerHeader + "\n")
 	for _, e := range l.Entries() {
 		where := e.Path
@@ -289,7 +295,7 @@ func saveLedger(dir string, key stateKey, l ledger.Ledger) error {
 		}
 		b.WriteString(string(e.Kind) + "\t" + where + "\t" + created + "\t" + digest + "\n")
 	}
-	return atomicfile.WriteFile(filepath.Join(dir, ledgerFile), key.seal([]byte(b.String())), 0o600)
+	return b.Bytes()
 }
 
 func needsQuote(s string) bool {
