@@ -51,35 +51,33 @@ func openHost(env *Env) (*host.Config, *host.Identity, error) {
 // previewAdmit decides pending join requests as admitPending would, writes
 // nothing, and says on stderr what a real run would decide.
 func previewAdmit(env *Env, m *mesh.Mesh) (*enrol.Registry, error) {
-	res, reg, err := enrol.PreviewAdmit(env.Ctx, m, env.Now())
-	if err != nil {
-		return nil, err
-	}
-	env.Warn(reg.Warnings)
-	env.Warn(reg.Skipped)
-	for _, a := range res.Admitted {
-		fmt.Fprintf(env.Stdio.Err, "muster: dry run: would admit %s as identity %s%s\n", a.Name, a.NodeID, replacesNote(a.Replaces))
-	}
-	for _, r := range res.Refused {
-		env.Warnf("dry run: would refuse: %s", r)
-	}
-	return reg, nil
+	return decidePending(env, m, true)
 }
 
 // admitPending runs the implicit admission of declare and report and says
 // what it decided on stderr.
 func admitPending(env *Env, m *mesh.Mesh) (*enrol.Registry, error) {
-	res, reg, err := enrol.Admit(env.Ctx, m, env.Now())
+	return decidePending(env, m, false)
+}
+
+// decidePending is admitPending, or with dry previewAdmit: the same
+// decisions, said the same way, the dry run's as what it would do.
+func decidePending(env *Env, m *mesh.Mesh, dry bool) (*enrol.Registry, error) {
+	decide, admit, refuse := enrol.Admit, "admitted", ""
+	if dry {
+		decide, admit, refuse = enrol.PreviewAdmit, "dry run: would admit", "dry run: would refuse: "
+	}
+	res, reg, err := decide(env.Ctx, m, env.Now())
 	if err != nil {
 		return nil, err
 	}
 	env.Warn(reg.Warnings)
 	env.Warn(reg.Skipped)
 	for _, a := range res.Admitted {
-		fmt.Fprintf(env.Stdio.Err, "muster: admitted %s as identity %s%s\n", a.Name, a.NodeID, replacesNote(a.Replaces))
+		fmt.Fprintf(env.Stdio.Err, "muster: %s %s as identity %s%s\n", admit, a.Name, a.NodeID, replacesNote(a.Replaces))
 	}
 	for _, r := range res.Refused {
-		env.Warnf("%s", r)
+		env.Warnf("%s%s", refuse, r)
 	}
 	return reg, nil
 }
