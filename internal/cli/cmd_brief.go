@@ -124,9 +124,9 @@ func printBriefing(w io.Writer, b *brief.Briefing, f format) error {
 	case tomlFormat:
 		return toml.NewEncoder(raw(w)).Encode(b)
 	}
-	fmt.Fprintf(w, "briefing of %s at %s: %s\n", b.Node, b.Time.UTC().Format("2006-01-02 15:04:05 UTC"), eligibilityWord(b))
+	fmt.Fprintf(w, "briefing of %s at %s: %s\n", outcome.Printable(b.Node), b.Time.UTC().Format("2006-01-02 15:04:05 UTC"), eligibilityWord(b))
 	for _, l := range b.Lines {
-		fmt.Fprintf(w, "  %-7s %-16s %s\n", l.Status, l.ID, l.Detail)
+		fmt.Fprintf(w, "  %-7s %-16s %s\n", l.Status, outcome.Printable(l.ID), outcome.Printable(l.Detail))
 	}
 	if b.Facts == nil {
 		return nil
@@ -145,7 +145,7 @@ func printBriefing(w io.Writer, b *brief.Briefing, f format) error {
 		case isList:
 			v = strings.Join(list, " ")
 		}
-		fmt.Fprintf(w, "  %-16s %v\n", name, v)
+		fmt.Fprintf(w, "  %-16s %s\n", name, outcome.Printable(fmt.Sprint(v)))
 	}
 	return nil
 }
@@ -326,7 +326,7 @@ func printBriefList(w io.Writer, rows []briefListRow, f format) error {
 		r := rows[i]
 		fmt.Fprintln(w, line)
 		for _, l := range r.FailedLines {
-			fmt.Fprintf(w, "  failed %s: %s\n", l.ID, l.Detail)
+			writeFailedLine(w, l)
 		}
 	}
 	return nil

@@ -359,7 +359,7 @@ func printDeclare(w io.Writer, r *declare.Result) {
 	for _, in := range r.Ineligible {
 		fmt.Fprintf(w, "ineligible: %s\n", in.Name)
 		for _, l := range in.Failed {
-			fmt.Fprintf(w, "  failed %s: %s\n", l.ID, l.Detail)
+			writeFailedLine(w, l)
 		}
 	}
 	for _, u := range r.Unmatched {

@@ -572,7 +572,7 @@ func printNodes(w io.Writer, nodes []listNode, table bool) error {
 		n := nodes[i]
 		fmt.Fprintln(w, line)
 		for _, l := range n.FailedLines {
-			fmt.Fprintf(w, "  failed %s: %s\n", l.ID, l.Detail)
+			writeFailedLine(w, l)
 		}
 		for _, r := range n.Revoked {
 			fmt.Fprintf(w, "  revoked %s at %s: %s\n", r.NodeID, r.RevokedAt.UTC().Format(time.RFC3339), r.Reason)
@@ -705,7 +705,7 @@ func runEnrolJoin(env *Env, o enrolJoinOptions, args []string) error {
 	} else {
 		fmt.Fprintln(env.Stdio.Out, "briefing: ineligible (the node is enrolled but gets no declaration until a briefing passes):")
 		for _, l := range outcome.FailedLines(res.Briefing.Lines) {
-			fmt.Fprintf(env.Stdio.Out, "  failed %s: %s\n", l.ID, l.Detail)
+			writeFailedLine(env.Stdio.Out, l)
 		}
 	}
 	return nil

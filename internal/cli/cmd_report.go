@@ -392,13 +392,19 @@ func detail(n *fleet.NodeStatus, now time.Time) string {
 func linesText(ls []outcome.Line, sep string) string {
 	var out []string
 	for _, l := range ls {
-		s := l.ID
+		s := outcome.Printable(l.ID)
 		if l.Detail != "" {
-			s += ": " + l.Detail
+			s += ": " + outcome.Printable(l.Detail)
 		}
 		out = append(out, s)
 	}
 	return strings.Join(out, sep)
+}
+
+// writeFailedLine writes a failed line of a node's report or briefing
+// below the node, indented, the way every listing for people does.
+func writeFailedLine(w io.Writer, l outcome.Line) {
+	fmt.Fprintf(w, "  failed %s: %s\n", outcome.Printable(l.ID), outcome.Printable(l.Detail))
 }
 
 func reportSummary(w io.Writer, v *fleet.View, all, named bool, now time.Time) {

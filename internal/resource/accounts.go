@@ -36,6 +36,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/muster-tool/muster/internal/outcome"
 )
 
 // accountsDB is what Root's etc/passwd and etc/group hold.
@@ -363,7 +365,7 @@ func (r *run) runTool(tool string, args []string) error {
 	var lines []string
 	for l := range strings.SplitSeq(out.String(), "\n") {
 		if l = strings.TrimSpace(l); l != "" && len(lines) < 3 {
-			lines = append(lines, escapeControl(l))
+			lines = append(lines, outcome.Printable(l))
 		}
 	}
 	msg := fmt.Sprintf("%s exited with status %d", tool, ee.ExitCode())

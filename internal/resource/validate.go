@@ -12,10 +12,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/muster-tool/muster/internal/atomicfile"
+	"github.com/muster-tool/muster/internal/outcome"
 )
 
 // # Validating a file before it replaces the old one
@@ -138,7 +137,7 @@ func (r *run) validateOutput(it *item, out []byte, staged string) string {
 				break
 			}
 		}
-		line = escapeControl(line)
+		line = outcome.Printable(line)
 		if len(lines) == validateLines || size+len(line) > validateBytes {
 			lines = append(lines, "…")
 			break
@@ -170,29 +169,6 @@ func (r *run) secretLines() []string {
 		}
 	}
 	return r.secrets
-}
-
-// escapeControl writes control characters and bytes that are not UTF-8 as
-// Go escapes, so that output cannot steer a terminal or break a report.
-func escapeControl(s string) string {
-	if utf8.ValidString(s) && strings.IndexFunc(s, unicode.IsControl) < 0 {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		c, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case c == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unicode.IsControl(c):
-			q := strconv.QuoteRune(c)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteString(s[i : i+n])
-		}
-		i += n
-	}
-	return b.String()
 }
 
 // capped keeps the first max bytes written to it and drops the rest, so a
