@@ -286,7 +286,7 @@ func failOnStatus(t fleet.Totals, failOn string) error {
 // refused for good, they are news only the first time (see fleet.State.Tell).
 func warnObjects(env *Env, st *fleet.State, v *fleet.View, all bool) {
 	for _, o := range v.Flagged {
-		env.Warnf("report %s from %s is flagged and not counted: %s", o.Name, o.Node, o.Reason)
+		env.Warnf("report %s from %s is flagged and not counted: %s", o.Name, o.Node, outcome.Printable(o.Reason))
 	}
 	listed := " (listed with --all)"
 	if all {
@@ -434,7 +434,7 @@ func reportSummary(w io.Writer, v *fleet.View, all, named bool, now time.Time) {
 		}
 		fmt.Fprintf(w, "%s:\n", l.title)
 		for _, o := range l.objs {
-			fmt.Fprintf(w, "  %s %s: %s\n", o.Name, o.Kind, o.Reason)
+			fmt.Fprintf(w, "  %s %s: %s\n", o.Name, o.Kind, outcome.Printable(o.Reason))
 		}
 	}
 }
@@ -494,7 +494,7 @@ func reportTable(w io.Writer, v *fleet.View, all, whole bool, now time.Time) err
 	fmt.Fprintln(w)
 	rows = nil
 	for _, o := range append(append([]fleet.Object(nil), v.Refused...), v.Flagged...) {
-		rows = append(rows, []string{o.Name, o.Node, o.Kind + ": " + o.Reason})
+		rows = append(rows, []string{o.Name, o.Node, o.Kind + ": " + outcome.Printable(o.Reason)})
 	}
 	return writeTable(w, []column{{title: "REFUSED OR FLAGGED REPORT", shorten: true}, {title: "NODE"}, {title: "WHY", shorten: true}}, rows)
 }

@@ -28,7 +28,7 @@ func TestHostTextCannotSteerTheTerminal(t *testing.T) {
 	view := &fleet.View{Generation: 3, Manifest: true, Nodes: []fleet.NodeStatus{
 		{Name: "web-1", Status: fleet.Failed, FailedLines: []outcome.Line{line}, LastContact: now.Add(-time.Minute)},
 		{Name: "web-2", Status: fleet.Ineligible, FailedLines: []outcome.Line{line}},
-	}}
+	}, Refused: []fleet.Object{{Name: "report/00/3-1", Node: "web-1", Kind: fleet.RefusedUnverified, Reason: "bad line " + hostile}}}
 	b := &brief.Briefing{Node: "web-1", Time: now, Lines: []outcome.Line{line},
 		Facts: &brief.Facts{Hostname: "web-1\x1b]0;owned\x07", OSID: "debian\n" + forged}}
 	rows := []briefListRow{{Name: "web-1", Outcome: "ineligible", FailedLines: []outcome.Line{line}}}
