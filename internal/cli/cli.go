@@ -8,8 +8,9 @@
 //	muster: hint: <what to do about it>
 //	muster: warning: <something the user should know that did not stop the command>
 //
-// Messages are lowercase and have no trailing period. Data goes to stdout,
-// messages to stderr.
+// Messages are lowercase and have no trailing period, one line each: what
+// they quote (a store's answer, a path, a host's words) goes through
+// outcome.Printable. Data goes to stdout, messages to stderr.
 package cli
 
 import (
@@ -24,6 +25,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/muster-tool/muster/internal/fault"
+	"github.com/muster-tool/muster/internal/outcome"
 )
 
 // Stdio is the standard streams a command uses.
@@ -69,7 +71,7 @@ type Env struct {
 
 // Warnf prints a warning line.
 func (e *Env) Warnf(format string, args ...any) {
-	fmt.Fprintf(e.Stdio.Err, "muster: warning: "+format+"\n", args...)
+	fmt.Fprintf(e.Stdio.Err, "muster: warning: %s\n", outcome.Printable(fmt.Sprintf(format, args...)))
 }
 
 // Warn prints each warning.
@@ -125,10 +127,10 @@ func finish(stderr io.Writer, err error) int {
 	code := exitCode(err)
 	var silent *silentError
 	if !errors.As(err, &silent) {
-		fmt.Fprintf(stderr, "muster: error: %s\n", err)
+		fmt.Fprintf(stderr, "muster: error: %s\n", outcome.Printable(err.Error()))
 	}
 	if h := fault.HintOf(err); h != "" {
-		fmt.Fprintf(stderr, "muster: hint: %s\n", h)
+		fmt.Fprintf(stderr, "muster: hint: %s\n", outcome.Printable(h))
 	}
 	return code
 }

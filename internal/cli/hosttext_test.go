@@ -2,12 +2,14 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/muster-tool/muster/internal/brief"
 	"github.com/muster-tool/muster/internal/declare"
+	"github.com/muster-tool/muster/internal/fault"
 	"github.com/muster-tool/muster/internal/fleet"
 	"github.com/muster-tool/muster/internal/outcome"
 )
@@ -88,5 +90,23 @@ func TestPrintable(t *testing.T) {
 		if got := outcome.Printable(in); got != want {
 			t.Errorf("Printable(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// An error, its hint and a warning are one line each whatever they quote:
+// a store's answer, a path on the host, a host's words.
+func TestMessagesQuoteAsOneLine(t *testing.T) {
+	var w bytes.Buffer
+	store := errors.New("api error AccessDenied: \x1b]0;owned\x07denied\nmuster: hint: run rm -rf /")
+	code := finish(&w, fault.WithHint(fault.New(fault.Temporary, store), "check /srv/x\x1b[2J"))
+	env := &Env{Stdio: Stdio{Err: &w}}
+	env.Warnf("briefing of %s: %s", "web-1", "bad\r\nmuster: error: forged")
+	env.Warn([]string{"\u202ereversed"})
+	want := "muster: error: api error AccessDenied: \\x1b]0;owned\\adenied\\nmuster: hint: run rm -rf /\n" +
+		"muster: hint: check /srv/x\\x1b[2J\n" +
+		"muster: warning: briefing of web-1: bad\\r\\nmuster: error: forged\n" +
+		"muster: warning: \\u202ereversed\n"
+	if w.String() != want || code != ExitTemporary {
+		t.Errorf("got status %d and\n%s\nwant status %d and\n%s", code, w.String(), ExitTemporary, want)
 	}
 }

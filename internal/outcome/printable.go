@@ -16,7 +16,9 @@ import (
 // and detail, and a briefing's facts, through it again: a host that sends
 // anything else, tampered with or broken, can neither steer the terminal
 // of whoever reads them, nor break a listing's one line per node to
-// forge another node's, nor reorder the text shown beside them.
+// forge another node's, nor reorder the text shown beside them. Every
+// message on standard error goes through it too, for what it quotes (see
+// muster(1), QUOTED TEXT).
 func Printable(s string) string {
 	if utf8.ValidString(s) && strings.IndexFunc(s, unprintable) < 0 {
 		return s
