@@ -71,7 +71,23 @@ type Env struct {
 
 // Warnf prints a warning line.
 func (e *Env) Warnf(format string, args ...any) {
-	fmt.Fprintf(e.Stdio.Err, "muster: warning: %s\n", outcome.Printable(fmt.Sprintf(format, args...)))
+	say(e.Stdio.Err, "warning", fmt.Sprintf(format, args...))
+}
+
+// Errorf prints an error that does not stop the command (one of several
+// it names), and Hintf what to do about it.
+func (e *Env) Errorf(format string, args ...any) {
+	say(e.Stdio.Err, "error", fmt.Sprintf(format, args...))
+}
+
+func (e *Env) Hintf(format string, args ...any) {
+	say(e.Stdio.Err, "hint", fmt.Sprintf(format, args...))
+}
+
+// say writes a message of kind (error, hint, warning) in the house style,
+// on one line whatever it quotes.
+func say(w io.Writer, kind, msg string) {
+	fmt.Fprintf(w, "muster: %s: %s\n", kind, outcome.Printable(msg))
 }
 
 // Warn prints each warning.
@@ -127,10 +143,10 @@ func finish(stderr io.Writer, err error) int {
 	code := exitCode(err)
 	var silent *silentError
 	if !errors.As(err, &silent) {
-		fmt.Fprintf(stderr, "muster: error: %s\n", outcome.Printable(err.Error()))
+		say(stderr, "error", err.Error())
 	}
 	if h := fault.HintOf(err); h != "" {
-		fmt.Fprintf(stderr, "muster: hint: %s\n", outcome.Printable(h))
+		say(stderr, "hint", h)
 	}
 	return code
 }

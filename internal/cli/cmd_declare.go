@@ -285,7 +285,7 @@ func reportProblems(env *Env, problems []declaration.Problem) error {
 			continue
 		}
 		n++
-		fmt.Fprintf(env.Stdio.Err, "muster: error: %s\n", p)
+		env.Errorf("%s", p)
 	}
 	if n > 0 {
 		noun := "problems"

@@ -170,8 +170,8 @@ func runEnrolCancel(env *Env, o enrolCancelOptions, args []string) error {
 	for _, s := range res.Spent {
 		if s.Admitted != nil {
 			used = true
-			fmt.Fprintf(env.Stdio.Err, "muster: error: token %s for %s cannot be cancelled: %s\nmuster: hint: to refuse that host from now on: muster enrol revoke %s\n",
-				s.Token.TokenID, s.Token.Name, s.Reason, s.Token.Name)
+			env.Errorf("token %s for %s cannot be cancelled: %s", s.Token.TokenID, s.Token.Name, s.Reason)
+			env.Hintf("to refuse that host from now on: muster enrol revoke %s", s.Token.Name)
 			continue
 		}
 		env.Warnf("token %s for %s left as it is: %s", s.Token.TokenID, s.Token.Name, s.Reason)
@@ -226,7 +226,7 @@ func runEnrolAdmit(env *Env, args []string) error {
 		fmt.Fprintf(env.Stdio.Out, "admitted %s as identity %s%s\n", a.Name, a.NodeID, replacesNote(a.Replaces))
 	}
 	for _, r := range res.Refused {
-		fmt.Fprintf(env.Stdio.Err, "muster: error: %s\n", r)
+		env.Errorf("%s", r)
 	}
 	if len(res.Admitted) == 0 && len(res.Refused) == 0 {
 		fmt.Fprintln(env.Stdio.Out, "no pending join requests")

@@ -185,10 +185,10 @@ func syncProgress(w io.Writer) (progress func(spool.SyncProgress), clear func())
 // the summary, or with --json the result, on stdout.
 func printSync(env *Env, f format, dryRun bool, src, dst spool.Spool, res spool.SyncResult) error {
 	for _, c := range res.Conflicts {
-		fmt.Fprintf(env.Stdio.Err, "muster: error: conflict %s: %s\n", c.Name, c.Detail)
+		env.Errorf("conflict %s: %s", c.Name, c.Detail)
 	}
 	for _, d := range res.Damaged {
-		fmt.Fprintf(env.Stdio.Err, "muster: error: damaged %s: %s\n", d.Name, d.Detail)
+		env.Errorf("damaged %s: %s", d.Name, d.Detail)
 	}
 	if f == jsonFormat {
 		return writeJSON(env.Stdio.Out, syncJSON{Version: spoolJSONVersion, Source: src.String(), Destination: dst.String(), DryRun: dryRun,

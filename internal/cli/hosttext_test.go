@@ -102,10 +102,14 @@ func TestMessagesQuoteAsOneLine(t *testing.T) {
 	env := &Env{Stdio: Stdio{Err: &w}}
 	env.Warnf("briefing of %s: %s", "web-1", "bad\r\nmuster: error: forged")
 	env.Warn([]string{"\u202ereversed"})
+	env.Errorf("conflict %s: %s", "report/00/1-1", "sizes differ\x1b[1A")
+	env.Hintf("%s", "line one\nline two")
 	want := "muster: error: api error AccessDenied: \\x1b]0;owned\\adenied\\nmuster: hint: run rm -rf /\n" +
 		"muster: hint: check /srv/x\\x1b[2J\n" +
 		"muster: warning: briefing of web-1: bad\\r\\nmuster: error: forged\n" +
-		"muster: warning: \\u202ereversed\n"
+		"muster: warning: \\u202ereversed\n" +
+		"muster: error: conflict report/00/1-1: sizes differ\\x1b[1A\n" +
+		"muster: hint: line one\\nline two\n"
 	if w.String() != want || code != ExitTemporary {
 		t.Errorf("got status %d and\n%s\nwant status %d and\n%s", code, w.String(), ExitTemporary, want)
 	}
