@@ -19,6 +19,7 @@ import (
 	"github.com/muster-tool/muster/internal/fleet"
 	"github.com/muster-tool/muster/internal/gc"
 	"github.com/muster-tool/muster/internal/mesh"
+	"github.com/muster-tool/muster/internal/outcome"
 	"github.com/muster-tool/muster/internal/spoolcheck"
 	"github.com/muster-tool/muster/spool"
 )
@@ -331,7 +332,7 @@ func runSpoolVerify(env *Env, o spoolVerifyOptions, args []string) error {
 		}
 	} else {
 		for _, p := range rep.Problems {
-			fmt.Fprintln(env.Stdio.Out, p.String())
+			fmt.Fprintln(env.Stdio.Out, outcome.Printable(p.String()))
 		}
 	}
 	if len(rep.Problems) > 0 {
