@@ -562,7 +562,7 @@ func runSpoolGC(env *Env, o spoolGCOptions, args []string) error {
 func printRemovals(w io.Writer, rs []gc.Removal, dryRun bool) {
 	verb := removedVerb(dryRun)
 	for _, r := range rs {
-		fmt.Fprintf(w, "%s %s (%s: %s)\n", verb, r.Object, r.Rule, r.Detail)
+		fmt.Fprintln(w, outcome.Printable(fmt.Sprintf("%s %s (%s: %s)", verb, r.Object, r.Rule, r.Detail)))
 	}
 }
 
