@@ -387,6 +387,12 @@ func (r *run) reconcile(ctx context.Context) error {
 		lines = append(lines, expiredLine(r.commit))
 	}
 	r.notes = append(r.notes, r.up.Notes()...)
+	// A detail can quote what this host found (a file name in a tree
+	// someone else writes to, a tool's output): it is printed and sent as
+	// one line of text that cannot steer a terminal.
+	for i := range lines {
+		lines[i].Detail = outcome.Printable(lines[i].Detail)
+	}
 	r.lines, r.newLedger = lines, newLedger
 	return nil
 }
