@@ -286,7 +286,7 @@ func failOnStatus(t fleet.Totals, failOn string) error {
 // refused for good, they are news only the first time (see fleet.State.Tell).
 func warnObjects(env *Env, st *fleet.State, v *fleet.View, all bool) {
 	for _, o := range v.Flagged {
-		env.Warnf("report %s from %s is flagged and not counted: %s", o.Name, o.Node, outcome.Printable(o.Reason))
+		env.Warnf("report %s from %s is flagged and not counted: %s", o.Name, o.Node, o.Reason)
 	}
 	listed := " (listed with --all)"
 	if all {
