@@ -41,7 +41,8 @@ type enrolIssueOptions struct {
 
 func (o *enrolIssueOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Reenrol, "reenrol", false, "re-enrol a node that is already enrolled (revokes its identity on admission)")
-	fs.DurationVar(&o.Expires, "expires", enrol.DefaultExpiry, "how long the token stays valid")
+	o.Expires = enrol.DefaultExpiry
+	fs.Var((*daysFlag)(&o.Expires), "expires", "how long the token stays valid, such as 24h or 7d")
 	fs.StringArrayVar(&o.Labels, "label", nil, "a label `KEY=VALUE` for the node (repeatable)")
 }
 

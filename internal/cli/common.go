@@ -249,3 +249,27 @@ func parseDays(s string) (time.Duration, error) {
 	}
 	return time.ParseDuration(s)
 }
+
+// daysFlag is a duration flag that takes whole days too, as parseDays
+// does: a validity period's.
+type daysFlag time.Duration
+
+func (d *daysFlag) Set(s string) error {
+	v, err := parseDays(s)
+	if err != nil {
+		return fmt.Errorf(`want a duration such as "90m", "36h" or "7d"`)
+	}
+	*d = daysFlag(v)
+	return nil
+}
+
+// String gives whole days as days, as they are most often given.
+func (d *daysFlag) String() string {
+	v := time.Duration(*d)
+	if v > 0 && v%(24*time.Hour) == 0 {
+		return strconv.FormatInt(int64(v/(24*time.Hour)), 10) + "d"
+	}
+	return v.String()
+}
+
+func (d *daysFlag) Type() string { return "duration" }
