@@ -23,7 +23,7 @@ type declareOptions struct {
 	Check    bool
 	DryRun   bool
 	Output   output
-	ValidFor string
+	ValidFor time.Duration
 	waveOptions
 }
 
@@ -31,7 +31,7 @@ func (o *declareOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Check, "check", false, "validate only; needs no mesh and writes nothing")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "show per node what would change against the previous generation, old and new values and diffs of text; write nothing")
 	o.Output.addFlags(fs, formatFlag{jsonFormat, "print the result as versioned JSON"})
-	fs.StringVar(&o.ValidFor, "valid-for", "", "sign an expiry into the commit: hosts report the generation expired this long after it is declared (such as 36h or 7d)")
+	fs.Var((*daysFlag)(&o.ValidFor), "valid-for", "sign an expiry into the commit: hosts report the generation expired this long after it is declared (such as 36h or 7d)")
 	o.waveOptions.addFlags(fs)
 }
 
@@ -129,14 +129,10 @@ func runDeclare(env *Env, o declareOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	var valid time.Duration
-	if o.ValidFor != "" {
-		d, err := parseDays(o.ValidFor)
-		if err != nil || d <= 0 {
-			return fault.Usagef("--valid-for %q: want a positive duration such as 36h or 7d", o.ValidFor)
-		}
-		valid = d
+	if env.Changed("valid-for") && o.ValidFor <= 0 {
+		return fault.Usagef("--valid-for %s: want a positive duration such as 36h or 7d", (*daysFlag)(&o.ValidFor))
 	}
+	valid := o.ValidFor
 	decl, problems, err := parseDeclaration(env, args)
 	refused := err != nil && problems != nil
 	if f == jsonFormat && (o.Check && err == nil || refused) {
