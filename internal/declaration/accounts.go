@@ -2,6 +2,7 @@ package declaration
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/muster-tool/muster/internal/resource"
@@ -48,7 +49,7 @@ func (s *settings) account(kind resource.Kind, name string, spec *resource.Spec)
 		}
 	}
 	if v, ok := s.t["groups"]; ok {
-		groups, ok := s.fp.stringList(concat(s.key, []string{"groups"}), v)
+		groups, ok := s.fp.stringList(slices.Concat(s.key, []string{"groups"}), v)
 		if !ok {
 			s.ok = false
 			s.reported["groups"] = true

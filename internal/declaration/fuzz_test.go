@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/muster-tool/muster/internal/resource"
+
+	"github.com/muster-tool/muster/internal/tomlfile"
 )
 
 // FuzzParse feeds arbitrary bytes to the declaration parser: it must never
@@ -35,7 +37,7 @@ func FuzzParse(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		locateKeys(string(data))
+		tomlfile.LocateKeys(string(data))
 		d, problems := Parse([]Source{{Name: "f.toml", Data: data, Dir: dir}})
 		check := func(ps []Problem) {
 			for _, p := range ps {

@@ -219,7 +219,7 @@ type fileParser struct {
 	*builder
 	src   Source
 	name  string
-	lines keyLines
+	lines tomlfile.KeyLines
 }
 
 func (b *builder) file(src Source) {
@@ -246,7 +246,7 @@ func (b *builder) file(src Source) {
 		b.problems = append(b.problems, p)
 		return
 	}
-	fp := &fileParser{builder: b, src: src, name: name, lines: locateKeys(string(src.Data))}
+	fp := &fileParser{builder: b, src: src, name: name, lines: tomlfile.LocateKeys(string(src.Data))}
 	for _, k := range sortedKeys(tree) {
 		key := []string{k}
 		switch v := tree[k]; k {
@@ -281,13 +281,13 @@ func (b *builder) file(src Source) {
 }
 
 func (fp *fileParser) at(key []string) place {
-	return place{file: fp.name, line: fp.lines.line(key...)}
+	return place{file: fp.name, line: fp.lines.Line(key...)}
 }
 
 func (fp *fileParser) add(key []string, warning bool, format string, args ...any) {
 	fp.problems = append(fp.problems, Problem{
 		File:    fp.name,
-		Line:    fp.lines.line(key...),
+		Line:    fp.lines.Line(key...),
 		Key:     toml.Key(key).String(),
 		Message: fmt.Sprintf(format, args...),
 		Warning: warning,
@@ -350,7 +350,7 @@ func (fp *fileParser) role(name string, v any) {
 	byID := map[string]declared{}
 	selects := false
 	for _, k := range sortedKeys(t) {
-		fk := concat(key, []string{k})
+		fk := slices.Concat(key, []string{k})
 		switch v := t[k]; {
 		case k == "nodes" || k == "labels":
 			selects = true
@@ -399,7 +399,7 @@ func (fp *fileParser) node(name string, v any) {
 		fp.nodes[name] = n
 	}
 	for _, k := range sortedKeys(t) {
-		fk := concat(key, []string{k})
+		fk := slices.Concat(key, []string{k})
 		switch {
 		case isKind(k):
 			fp.resources(resource.Kind(k), fk, t[k], "node "+name, n.byID)
@@ -424,7 +424,7 @@ func (fp *fileParser) selector(key []string, v any, r *role) {
 		for _, lk := range sortedKeys(lt) {
 			s, ok := lt[lk].(string)
 			if !ok {
-				fp.errorf(concat(key, []string{lk}), "must be a string, not %s", typeName(lt[lk]))
+				fp.errorf(slices.Concat(key, []string{lk}), "must be a string, not %s", typeName(lt[lk]))
 				continue
 			}
 			r.labels = append(r.labels, [2]string{lk, s})
@@ -457,7 +457,7 @@ func (fp *fileParser) resources(kind resource.Kind, key []string, v any, by stri
 		return
 	}
 	for _, name := range sortedKeys(t) {
-		rk := concat(key, []string{name})
+		rk := slices.Concat(key, []string{name})
 		rt, ok := fp.table(rk, t[name], "a table of settings")
 		if !ok {
 			continue
@@ -517,7 +517,7 @@ type settings struct {
 func (s *settings) errorf(name string, format string, args ...any) {
 	k := s.key
 	if name != "" {
-		k = concat(s.key, []string{name})
+		k = slices.Concat(s.key, []string{name})
 	}
 	s.fp.errorf(k, format, args...)
 	s.ok = false
@@ -525,7 +525,7 @@ func (s *settings) errorf(name string, format string, args ...any) {
 }
 
 func (s *settings) warnf(name string, format string, args ...any) {
-	s.fp.warnf(concat(s.key, []string{name}), format, args...)
+	s.fp.warnf(slices.Concat(s.key, []string{name}), format, args...)
 }
 
 func (s *settings) has(name string) bool { _, ok := s.t[name]; return ok }
@@ -652,7 +652,7 @@ func (fp *fileParser) resource(kind resource.Kind, name string, key []string, t 
 		spec.Enabled, _ = s.boolean("enabled")
 		spec.Running, _ = s.boolean("running")
 		if v, ok := s.t["restart_on"]; ok {
-			rk := concat(key, []string{"restart_on"})
+			rk := slices.Concat(key, []string{"restart_on"})
 			if paths, ok := fp.stringList(rk, v); ok {
 				spec.RestartOn = paths
 			} else {

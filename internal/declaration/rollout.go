@@ -31,7 +31,7 @@ func (fp *fileParser) rollout(key []string, v any) {
 		return
 	}
 	for _, k := range sortedKeys(t) {
-		fk := concat(key, []string{k})
+		fk := slices.Concat(key, []string{k})
 		if k != "wave" {
 			fp.errorf(fk, "unknown key (want wave, such as [rollout.wave.canary])")
 			continue
@@ -68,7 +68,7 @@ func (fp *fileParser) wave(name string, v any) {
 	w := &wave{name: name, at: fp.at(key), sel: role{name: name, key: toml.Key(key).String()}}
 	selects := false
 	for _, k := range sortedKeys(t) {
-		fk := concat(key, []string{k})
+		fk := slices.Concat(key, []string{k})
 		if k != "nodes" && k != "labels" {
 			fp.errorf(fk, "unknown key (want nodes or labels); a wave selects nodes, the roles say what they get")
 			continue

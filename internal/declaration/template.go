@@ -217,7 +217,7 @@ func (fp *fileParser) vars(key []string, v any, by string, into map[string]varDe
 		return
 	}
 	for _, name := range sortedKeys(t) {
-		vk := concat(key, []string{name})
+		vk := slices.Concat(key, []string{name})
 		if !fp.varValue(vk, t[name]) {
 			continue
 		}
@@ -254,7 +254,7 @@ func (fp *fileParser) varValue(key []string, v any) bool {
 		}
 	case map[string]any:
 		for _, k := range sortedKeys(v) {
-			if !fp.varValue(concat(key, []string{k}), v[k]) {
+			if !fp.varValue(slices.Concat(key, []string{k}), v[k]) {
 				return false
 			}
 		}

@@ -2,6 +2,7 @@ package declaration
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/muster-tool/muster/internal/resource"
@@ -45,7 +46,7 @@ func (s *settings) validate(spec *resource.Spec) {
 			s.errorf("validate", "is empty")
 		}
 	case []any:
-		words, ok := s.fp.stringList(concat(s.key, []string{"validate"}), x)
+		words, ok := s.fp.stringList(slices.Concat(s.key, []string{"validate"}), x)
 		if !ok {
 			s.ok = false
 			s.reported["validate"] = true

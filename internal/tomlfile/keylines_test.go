@@ -1,4 +1,4 @@
-package declaration
+package tomlfile
 
 import (
 	"strings"
@@ -45,7 +45,7 @@ multi = { a = 1,
 	if _, err := toml.Decode(doc, &v); err != nil {
 		t.Fatalf("test document is not valid TOML: %v", err)
 	}
-	lines := locateKeys(doc)
+	lines := LocateKeys(doc)
 	cases := []struct {
 		key  []string
 		line int
@@ -73,7 +73,7 @@ multi = { a = 1,
 		{[]string{"not"}, 0},
 	}
 	for _, c := range cases {
-		if got := lines.line(c.key...); got != c.line {
+		if got := lines.Line(c.key...); got != c.line {
 			t.Errorf("line of %s = %d, want %d", toml.Key(c.key), got, c.line)
 		}
 	}
@@ -83,7 +83,7 @@ multi = { a = 1,
 // safely on anything.
 func TestLocateKeysNeverHangs(t *testing.T) {
 	for _, s := range []string{"", "[", "[[", "a", "a =", `a = "`, `a = """`, "a = [", "a = {", "a = {b", "= 1", "a.", `"a`, "[a]]", "a = 1 2 3", "\x00"} {
-		locateKeys(s)
-		locateKeys(strings.Repeat(s, 3))
+		LocateKeys(s)
+		LocateKeys(strings.Repeat(s, 3))
 	}
 }

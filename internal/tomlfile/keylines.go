@@ -1,23 +1,25 @@
-package declaration
+package tomlfile
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 )
 
-// keyLines maps each key a TOML document defines to the line defining it.
+// KeyLines maps each key a TOML document defines to the line defining it,
+// for errors that name the line of the key at fault.
 // The TOML library keeps key positions private (and gives the elements of
 // an array of tables one shared entry), so this small scanner recovers
 // them. It only ever sees documents the TOML parser has accepted; on
 // anything it does not follow it stops, and later keys fall back to the
 // line of their nearest known parent.
-type keyLines map[string]int
+type KeyLines map[string]int
 
-// line returns the line of key, or of its nearest ancestor that has one,
+// Line returns the line of key, or of its nearest ancestor that has one,
 // or 0.
-func (k keyLines) line(key ...string) int {
+func (k KeyLines) Line(key ...string) int {
 	for n := len(key); n > 0; n-- {
 		if l, ok := k[joinKey(key[:n])]; ok {
 			return l
@@ -28,8 +30,10 @@ func (k keyLines) line(key ...string) int {
 
 func joinKey(key []string) string { return strings.Join(key, "\x00") }
 
-func locateKeys(src string) keyLines {
-	sc := &keyScanner{src: src, lines: keyLines{}}
+// LocateKeys scans src, a document the TOML parser accepted, for the lines
+// of its keys.
+func LocateKeys(src string) KeyLines {
+	sc := &keyScanner{src: src, lines: KeyLines{}}
 	for i := 0; i < len(src); i++ {
 		if src[i] == '\n' {
 			sc.newlines = append(sc.newlines, i)
@@ -43,7 +47,7 @@ type keyScanner struct {
 	src      string
 	i        int
 	newlines []int // offsets of every '\n', to turn offsets into lines
-	lines    keyLines
+	lines    KeyLines
 }
 
 func (sc *keyScanner) eof() bool { return sc.i >= len(sc.src) }
@@ -104,7 +108,7 @@ func (sc *keyScanner) document() {
 		if !ok {
 			return
 		}
-		full := concat(table, key)
+		full := slices.Concat(table, key)
 		sc.record(full, start)
 		if !sc.assignment(full) {
 			return
@@ -168,7 +172,7 @@ func (sc *keyScanner) value(key []string) bool {
 			if !ok {
 				return false
 			}
-			full := concat(key, k)
+			full := slices.Concat(key, k)
 			sc.record(full, start)
 			if !sc.assignment(full) {
 				return false
@@ -348,9 +352,4 @@ func (sc *keyScanner) skipBlank() {
 			return
 		}
 	}
-}
-
-func concat(a, b []string) []string {
-	out := make([]string, 0, len(a)+len(b))
-	return append(append(out, a...), b...)
 }
