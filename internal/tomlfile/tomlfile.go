@@ -28,6 +28,20 @@ type SyntaxError struct {
 
 func (e *SyntaxError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
 
+// KeyError is a key a document defines that the reader has no place for,
+// at the line defining it (0 when the line is not known).
+type KeyError struct {
+	Line int
+	Key  string
+}
+
+func (e *KeyError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("line %d: unknown key %q", e.Line, e.Key)
+	}
+	return fmt.Sprintf("unknown key %q", e.Key)
+}
+
 // DecodeMeta checks data against the caps (a *CapError when over one),
 // then decodes it into v with the TOML library and returns the library's
 // metadata and errors as they are. When ctx ends first it returns ctx's
@@ -58,8 +72,8 @@ func DecodeMeta(ctx context.Context, data []byte, v any) (toml.MetaData, error) 
 }
 
 // Decode decodes data into v. A syntax error is a *SyntaxError, a
-// document over a cap a *CapError; a key v has no place for is an error
-// naming the key.
+// document over a cap a *CapError, and a key v has no place for a
+// *KeyError.
 func Decode(data []byte, v any) error {
 	md, err := DecodeMeta(context.Background(), data, v)
 	if err != nil {
@@ -70,7 +84,7 @@ func Decode(data []byte, v any) error {
 		return err
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		return fmt.Errorf("unknown key %q", und[0].String())
+		return &KeyError{Line: LocateKeys(string(data)).Line(und[0]...), Key: und[0].String()}
 	}
 	return nil
 }
@@ -104,8 +118,8 @@ func ReadAll(r io.Reader) ([]byte, error) {
 }
 
 // In names the file an error from ReadFile or Decode is about, in the
-// house style: "FILE:LINE: message" for a syntax error or a cap crossed at
-// a line, "FILE: message" otherwise. An error from the file system, which
+// house style: "FILE:LINE: message" for a syntax error, a cap crossed or a
+// key unknown at a line, "FILE: message" otherwise. An error from the file system, which
 // names the file already, and nil stay as they are.
 func In(path string, err error) error {
 	var pe *fs.PathError
@@ -119,6 +133,10 @@ func In(path string, err error) error {
 	var ce *CapError
 	if errors.As(err, &ce) && ce.Line > 0 {
 		return fmt.Errorf("%s:%d: %s", path, ce.Line, ce.Msg)
+	}
+	var ke *KeyError
+	if errors.As(err, &ke) && ke.Line > 0 {
+		return fmt.Errorf("%s:%d: unknown key %q", path, ke.Line, ke.Key)
 	}
 	return fmt.Errorf("%s: %w", path, err)
 }

@@ -15,10 +15,31 @@ func TestDecodeIsStrict(t *testing.T) {
 	if err := Decode([]byte("name = \"a\"\ncount = 2\n"), &d); err != nil || d.Name != "a" || d.Count != 2 {
 		t.Fatalf("good file: %v %+v", err, d)
 	}
-	if err := Decode([]byte("name = \"a\"\ncuont = 2\n"), &d); err == nil || !strings.Contains(err.Error(), `unknown key "cuont"`) {
+	err := Decode([]byte("name = \"a\"\ncuont = 2\n"), &d)
+	if err == nil || err.Error() != `line 2: unknown key "cuont"` {
 		t.Errorf("mistyped key: %v", err)
 	}
-	err := Decode([]byte("name = \"a\"\ncount = = 2\n"), &d)
+	if got := In("x.toml", err); got == nil || got.Error() != `x.toml:2: unknown key "cuont"` {
+		t.Errorf("In: %v, want x.toml:2: unknown key \"cuont\"", got)
+	}
+	// A table the reader does not know is named with its line; so is a
+	// key in it, written as an inline table's.
+	var n struct {
+		Name string `toml:"name"`
+		Apt  struct {
+			Proxy string `toml:"proxy"`
+		} `toml:"apt"`
+	}
+	for text, want := range map[string]string{
+		"name = \"a\"\n\n[apt]\nproxy = \"p\"\nprxoy = \"q\"\n":     `line 5: unknown key "apt.prxoy"`,
+		"name = \"a\"\n[brief]\nmin = 1\n":                          `line 2: unknown key "brief"`,
+		"name = \"a\"\napt = { proxy = \"p\",\n  prxoy = \"q\" }\n": `line 3: unknown key "apt.prxoy"`,
+	} {
+		if err := Decode([]byte(text), &n); err == nil || err.Error() != want {
+			t.Errorf("%q: %v, want %s", text, err, want)
+		}
+	}
+	err = Decode([]byte("name = \"a\"\ncount = = 2\n"), &d)
 	if err == nil || !strings.HasPrefix(err.Error(), "line 2:") {
 		t.Errorf("syntax error: %v", err)
 	}
