@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/muster-tool/muster/internal/resource"
-
 	"github.com/muster-tool/muster/internal/tomlfile"
 )
 
