@@ -16,6 +16,7 @@ import (
 	"github.com/muster-tool/muster/internal/fault"
 	"github.com/muster-tool/muster/internal/fleet"
 	"github.com/muster-tool/muster/internal/mesh"
+	"github.com/muster-tool/muster/internal/outcome"
 )
 
 // declareOptions are the flags of muster declare.
@@ -375,15 +376,16 @@ func printChange(w io.Writer, c declare.ResourceChange) {
 		fmt.Fprintf(w, "%s(%s)\n", indent, c.Note)
 	}
 	for _, s := range c.Settings {
-		fmt.Fprintf(w, "%s%s: %s → %s\n", indent, s.Name, s.Old, s.New)
+		fmt.Fprintf(w, "%s%s: %s → %s\n", indent, s.Name, outcome.Printable(s.Old), outcome.Printable(s.New))
 	}
 	if c.Content == "" {
 		return
 	}
-	for _, line := range strings.SplitAfter(strings.TrimSuffix(c.Content, "\n"), "\n") {
-		fmt.Fprintf(w, "%s%s", indent, line)
+	// The content can hold what a host said of itself, rendered by a
+	// template: shown as muster(1) QUOTED TEXT says, tabs as tabs.
+	for line := range strings.SplitSeq(strings.TrimSuffix(c.Content, "\n"), "\n") {
+		fmt.Fprintf(w, "%s%s\n", indent, outcome.PrintableLine(line))
 	}
-	fmt.Fprintln(w)
 }
 
 // recoveryCopies gives declare the newest recovery copy per node, read

@@ -91,6 +91,10 @@ func TestPrintable(t *testing.T) {
 			t.Errorf("Printable(%q) = %q, want %q", in, got, want)
 		}
 	}
+	// A line of a file's text shown whole keeps its tabs.
+	if got, want := outcome.PrintableLine("key\tvalue \x1b[31mred\r"), `key`+"\t"+`value \x1b[31mred\r`; got != want {
+		t.Errorf("PrintableLine = %q, want %q", got, want)
+	}
 }
 
 // An error, its hint and a warning are one line each whatever they quote:

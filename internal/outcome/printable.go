@@ -19,8 +19,16 @@ import (
 // forge another node's, nor reorder the text shown beside them. Every
 // message on standard error goes through it too, for what it quotes (see
 // muster(1), QUOTED TEXT).
-func Printable(s string) string {
-	if utf8.ValidString(s) && strings.IndexFunc(s, unprintable) < 0 {
+func Printable(s string) string { return escape(s, unprintable) }
+
+// PrintableLine is Printable for a line of a file's text shown whole (a
+// dry run's diff): its tabs stay tabs.
+func PrintableLine(s string) string {
+	return escape(s, func(r rune) bool { return r != '\t' && unprintable(r) })
+}
+
+func escape(s string, bad func(rune) bool) string {
+	if utf8.ValidString(s) && strings.IndexFunc(s, bad) < 0 {
 		return s
 	}
 	var b strings.Builder
@@ -29,7 +37,7 @@ func Printable(s string) string {
 		switch {
 		case c == utf8.RuneError && n == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unprintable(c):
+		case bad(c):
 			q := strconv.QuoteRune(c)
 			b.WriteString(q[1 : len(q)-1])
 		default:
