@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/muster-tool/muster/internal/resource"
+	"github.com/muster-tool/muster/internal/tomlfile"
 )
 
 // account reads a [role.NAME.user.NAME] or [role.NAME.group.NAME] table
@@ -67,7 +68,7 @@ func (s *settings) id(name string) *int {
 	}
 	n, isInt := v.(int64)
 	if !isInt {
-		s.errorf(name, "must be an integer, not %s", typeName(v))
+		s.errorf(name, "must be an integer, not %s", tomlfile.TypeName(v))
 		return nil
 	}
 	id := int(n) // its range is resource.Check's

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -306,7 +305,7 @@ func (fp *fileParser) warnf(key []string, format string, args ...any) {
 func (fp *fileParser) table(key []string, v any, want string) (map[string]any, bool) {
 	t, ok := v.(map[string]any)
 	if !ok {
-		fp.errorf(key, "must be %s, not %s", want, typeName(v))
+		fp.errorf(key, "must be %s, not %s", want, tomlfile.TypeName(v))
 	}
 	return t, ok
 }
@@ -314,7 +313,7 @@ func (fp *fileParser) table(key []string, v any, want string) (map[string]any, b
 func (fp *fileParser) prune(key []string, v any) {
 	p, ok := v.(bool)
 	if !ok {
-		fp.errorf(key, "must be true or false, not %s", typeName(v))
+		fp.errorf(key, "must be true or false, not %s", tomlfile.TypeName(v))
 		return
 	}
 	at := fp.at(key)
@@ -424,7 +423,7 @@ func (fp *fileParser) selector(key []string, v any, r *role) {
 		for _, lk := range sortedKeys(lt) {
 			s, ok := lt[lk].(string)
 			if !ok {
-				fp.errorf(slices.Concat(key, []string{lk}), "must be a string, not %s", typeName(lt[lk]))
+				fp.errorf(slices.Concat(key, []string{lk}), "must be a string, not %s", tomlfile.TypeName(lt[lk]))
 				continue
 			}
 			r.labels = append(r.labels, [2]string{lk, s})
@@ -537,7 +536,7 @@ func (s *settings) str(name string) (string, bool) {
 	}
 	str, isStr := v.(string)
 	if !isStr {
-		s.errorf(name, "must be a string, not %s", typeName(v))
+		s.errorf(name, "must be a string, not %s", tomlfile.TypeName(v))
 		return "", false
 	}
 	return str, true
@@ -550,7 +549,7 @@ func (s *settings) boolean(name string) (*bool, bool) {
 	}
 	b, isBool := v.(bool)
 	if !isBool {
-		s.errorf(name, "must be true or false, not %s", typeName(v))
+		s.errorf(name, "must be true or false, not %s", tomlfile.TypeName(v))
 		return nil, false
 	}
 	return &b, true
@@ -665,7 +664,7 @@ func (fp *fileParser) resource(kind resource.Kind, name string, key []string, t 
 	if v, ok := s.t["order"]; ok {
 		n, isInt := v.(int64)
 		if !isInt {
-			s.errorf("order", "must be an integer, not %s", typeName(v))
+			s.errorf("order", "must be an integer, not %s", tomlfile.TypeName(v))
 		} else {
 			spec.Order = int(n)
 		}
@@ -700,7 +699,7 @@ func (s *settings) ownership(spec *resource.Spec) {
 			spec.Mode = m
 		} else {
 			// mode = 644 or 0o644 is the usual slip; say how to write it.
-			s.errorf("mode", "must be a string of 3 or 4 octal digits, such as \"0644\", not %s", typeName(v))
+			s.errorf("mode", "must be a string of 3 or 4 octal digits, such as \"0644\", not %s", tomlfile.TypeName(v))
 		}
 	}
 	if b, ok := s.boolean("special_bits"); ok {
@@ -794,42 +793,19 @@ func loadSource(p, display string) sourceFile {
 func (fp *fileParser) stringList(key []string, v any) ([]string, bool) {
 	arr, ok := v.([]any)
 	if !ok {
-		fp.errorf(key, "must be an array of strings, not %s", typeName(v))
+		fp.errorf(key, "must be an array of strings, not %s", tomlfile.TypeName(v))
 		return nil, false
 	}
 	out := make([]string, 0, len(arr))
 	for i, e := range arr {
 		s, ok := e.(string)
 		if !ok {
-			fp.errorf(key, "element %d must be a string, not %s", i+1, typeName(e))
+			fp.errorf(key, "element %d must be a string, not %s", i+1, tomlfile.TypeName(e))
 			return nil, false
 		}
 		out = append(out, s)
 	}
 	return out, true
-}
-
-// typeName names a decoded TOML value's type for messages.
-func typeName(v any) string {
-	switch v.(type) {
-	case string:
-		return "a string"
-	case int64:
-		return "an integer"
-	case float64:
-		return "a float"
-	case bool:
-		return "a boolean"
-	case time.Time:
-		return "a date-time"
-	case []map[string]any:
-		return "an array of tables"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "a table"
-	}
-	return "an unsupported value"
 }
 
 func sortedKeys(m map[string]any) []string {

@@ -683,5 +683,5 @@ func kindName(v any) string {
 	case reflect.Int, reflect.Int64:
 		return "an integer"
 	}
-	return typeName(v)
+	return tomlfile.TypeName(v)
 }

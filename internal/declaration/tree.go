@@ -11,6 +11,7 @@ import (
 
 	"github.com/muster-tool/muster/internal/atomicfile"
 	"github.com/muster-tool/muster/internal/resource"
+	"github.com/muster-tool/muster/internal/tomlfile"
 )
 
 // Any bytes, whole trees: a file's `source` may be any file up to
@@ -65,7 +66,7 @@ func (fp *fileParser) tree(name string, key []string, t map[string]any, by strin
 		if v, ok := t[k]; ok {
 			m, isStr := v.(string)
 			if !isStr {
-				s.errorf(k, "must be a string of 3 or 4 octal digits, such as \"0644\", not %s", typeName(v))
+				s.errorf(k, "must be a string of 3 or 4 octal digits, such as \"0644\", not %s", tomlfile.TypeName(v))
 				continue
 			}
 			modes[k] = m
@@ -78,7 +79,7 @@ func (fp *fileParser) tree(name string, key []string, t map[string]any, by strin
 		if n, isInt := v.(int64); isInt {
 			root.Order = int(n)
 		} else {
-			s.errorf("order", "must be an integer, not %s", typeName(v))
+			s.errorf("order", "must be an integer, not %s", tomlfile.TypeName(v))
 		}
 	}
 	src, hasSource := s.str("source")

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/muster-tool/muster/internal/resource"
+	"github.com/muster-tool/muster/internal/tomlfile"
 )
 
 // shellSyntax are the characters that mean something to a shell. A
@@ -29,7 +30,7 @@ func (s *settings) validate(spec *resource.Spec) {
 	case shell != nil && *shell:
 		str, isStr := v.(string)
 		if !isStr {
-			s.errorf("validate", "with validate_shell = true, must be one string for the shell, not %s", typeName(v))
+			s.errorf("validate", "with validate_shell = true, must be one string for the shell, not %s", tomlfile.TypeName(v))
 			return
 		}
 		spec.Validate, spec.ValidateShell = []string{str}, true
@@ -58,7 +59,7 @@ func (s *settings) validate(spec *resource.Spec) {
 		}
 		spec.Validate = words
 	default:
-		s.errorf("validate", "must be a string or an array of strings, not %s", typeName(v))
+		s.errorf("validate", "must be a string or an array of strings, not %s", tomlfile.TypeName(v))
 	}
 }
 

@@ -72,14 +72,20 @@ func DecodeMeta(ctx context.Context, data []byte, v any) (toml.MetaData, error) 
 }
 
 // Decode decodes data into v. A syntax error is a *SyntaxError, a
-// document over a cap a *CapError, and a key v has no place for a
-// *KeyError.
+// document over a cap a *CapError, a key v has no place for a *KeyError,
+// and a value of a type v has no place for a *TypeError.
 func Decode(data []byte, v any) error {
 	md, err := DecodeMeta(context.Background(), data, v)
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
 			return &SyntaxError{Line: pe.Position.Line, Msg: pe.Message}
+		}
+		var ce *CapError
+		if !errors.As(err, &ce) {
+			if te := typeError(data, v); te != nil {
+				return te
+			}
 		}
 		return err
 	}
@@ -118,8 +124,9 @@ func ReadAll(r io.Reader) ([]byte, error) {
 }
 
 // In names the file an error from ReadFile or Decode is about, in the
-// house style: "FILE:LINE: message" for a syntax error, a cap crossed or a
-// key unknown at a line, "FILE: message" otherwise. An error from the file system, which
+// house style: "FILE:LINE: message" for a syntax error, a cap crossed, a
+// key unknown or a value of the wrong type at a line, "FILE: message"
+// otherwise. An error from the file system, which
 // names the file already, and nil stay as they are.
 func In(path string, err error) error {
 	var pe *fs.PathError
@@ -137,6 +144,10 @@ func In(path string, err error) error {
 	var ke *KeyError
 	if errors.As(err, &ke) && ke.Line > 0 {
 		return fmt.Errorf("%s:%d: unknown key %q", path, ke.Line, ke.Key)
+	}
+	var te *TypeError
+	if errors.As(err, &te) && te.Line > 0 {
+		return fmt.Errorf("%s:%d: %s: must be %s, not %s", path, te.Line, te.Key, te.Want, te.Got)
 	}
 	return fmt.Errorf("%s: %w", path, err)
 }

@@ -3,6 +3,7 @@ package tomlfile
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 type doc struct {
@@ -59,5 +60,50 @@ func TestEncodeRoundTrips(t *testing.T) {
 	var d doc
 	if err := Decode(b, &d); err != nil || d != (doc{Name: "x", Count: 3}) {
 		t.Fatalf("round trip: %v %+v", err, d)
+	}
+}
+
+// A value of a type the reader has no place for is named at its key's
+// line, its types as TOML names them; what decodes is left alone.
+func TestDecodeNamesTheWrongType(t *testing.T) {
+	type conf struct {
+		Spool string `toml:"spool"`
+		Brief struct {
+			MinFree int64 `toml:"min_free_mb"`
+		} `toml:"brief"`
+		Apt struct {
+			Options []string `toml:"options"`
+			Update  bool     `toml:"update"`
+		} `toml:"apt"`
+		Ratio  float64           `toml:"ratio"`
+		At     time.Time         `toml:"at"`
+		Labels map[string]string `toml:"labels"`
+	}
+	for text, want := range map[string]string{
+		"spool = 3\n": `line 1: spool: must be a string, not an integer`,
+		"spool = \"s\"\n\n[brief]\nmin_free_mb = \"256\"\n": `line 4: brief.min_free_mb: must be an integer, not a string`,
+		"[apt]\noptions = \"a=b\"\n":                        `line 2: apt.options: must be an array, not a string`,
+		"[apt]\noptions = [\"a\", 2]\n":                     `line 2: apt.options: must be a string, not an integer`,
+		"[apt]\nupdate = \"yes\"\n":                         `line 2: apt.update: must be a boolean, not a string`,
+		"apt = 1\n":                                         `line 1: apt: must be a table, not an integer`,
+		"ratio = true\n":                                    `line 1: ratio: must be a number, not a boolean`,
+		"[labels]\nrack = 1\n":                              `line 2: labels.rack: must be a string, not an integer`,
+		// the first by line when there are two
+		"[apt]\nupdate = 1\n[brief]\nmin_free_mb = \"x\"\n": `line 2: apt.update: must be a boolean, not an integer`,
+	} {
+		var c conf
+		err := Decode([]byte(text), &c)
+		if err == nil || err.Error() != want {
+			t.Errorf("%q: %v, want %s", text, err, want)
+		}
+	}
+	var c conf
+	err := Decode([]byte("ratio = 2\nat = 2026-12-05T00:00:00Z\n[brief]\nmin_free_mb = 1\n"), &c)
+	if err != nil || c.Ratio != 2 || c.Brief.MinFree != 1 {
+		t.Errorf("good values: %v %+v", err, c)
+	}
+	err = Decode([]byte("\n\nspool = 3\n"), &c)
+	if got := In("h.toml", err); got == nil || got.Error() != "h.toml:3: spool: must be a string, not an integer" {
+		t.Errorf("In: %v", got)
 	}
 }
