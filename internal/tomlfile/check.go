@@ -27,12 +27,8 @@ type CapError struct {
 	Msg  string
 }
 
-func (e *CapError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
-	}
-	return e.Msg
-}
+func (e *CapError) Error() string     { return atLineText(e) }
+func (e *CapError) at() (int, string) { return e.Line, e.Msg }
 
 func depthError(line int) *CapError {
 	return &CapError{Line: line, Msg: fmt.Sprintf("nesting deeper than %d levels (the cap on TOML nesting)", MaxDepth)}

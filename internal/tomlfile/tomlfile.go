@@ -26,7 +26,24 @@ type SyntaxError struct {
 	Msg  string
 }
 
-func (e *SyntaxError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
+func (e *SyntaxError) Error() string     { return atLineText(e) }
+func (e *SyntaxError) at() (int, string) { return e.Line, e.Msg }
+
+// atLine is an error about one line of a document (0: the line is not
+// known), as each error of this package's is: Error says "line N: what",
+// and In "FILE:N: what".
+type atLine interface {
+	error
+	at() (line int, what string)
+}
+
+func atLineText(e atLine) string {
+	line, what := e.at()
+	if line > 0 {
+		return fmt.Sprintf("line %d: %s", line, what)
+	}
+	return what
+}
 
 // KeyError is a key a document defines that the reader has no place for,
 // at the line defining it (0 when the line is not known).
@@ -35,12 +52,8 @@ type KeyError struct {
 	Key  string
 }
 
-func (e *KeyError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("line %d: unknown key %q", e.Line, e.Key)
-	}
-	return fmt.Sprintf("unknown key %q", e.Key)
-}
+func (e *KeyError) Error() string     { return atLineText(e) }
+func (e *KeyError) at() (int, string) { return e.Line, fmt.Sprintf("unknown key %q", e.Key) }
 
 // DecodeMeta checks data against the caps (a *CapError when over one),
 // then decodes it into v with the TOML library and returns the library's
@@ -133,21 +146,11 @@ func In(path string, err error) error {
 	if err == nil || errors.As(err, &pe) {
 		return err
 	}
-	var se *SyntaxError
-	if errors.As(err, &se) {
-		return fmt.Errorf("%s:%d: %s", path, se.Line, se.Msg)
-	}
-	var ce *CapError
-	if errors.As(err, &ce) && ce.Line > 0 {
-		return fmt.Errorf("%s:%d: %s", path, ce.Line, ce.Msg)
-	}
-	var ke *KeyError
-	if errors.As(err, &ke) && ke.Line > 0 {
-		return fmt.Errorf("%s:%d: unknown key %q", path, ke.Line, ke.Key)
-	}
-	var te *TypeError
-	if errors.As(err, &te) && te.Line > 0 {
-		return fmt.Errorf("%s:%d: %s: must be %s, not %s", path, te.Line, te.Key, te.Want, te.Got)
+	var le atLine
+	if errors.As(err, &le) {
+		if line, what := le.at(); line > 0 {
+			return fmt.Errorf("%s:%d: %s", path, line, what)
+		}
 	}
 	return fmt.Errorf("%s: %w", path, err)
 }

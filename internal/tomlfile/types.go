@@ -19,12 +19,9 @@ type TypeError struct {
 	Want, Got string // "a string", "an integer", ...
 }
 
-func (e *TypeError) Error() string {
-	msg := fmt.Sprintf("%s: must be %s, not %s", e.Key, e.Want, e.Got)
-	if e.Line > 0 {
-		return fmt.Sprintf("line %d: %s", e.Line, msg)
-	}
-	return msg
+func (e *TypeError) Error() string { return atLineText(e) }
+func (e *TypeError) at() (int, string) {
+	return e.Line, fmt.Sprintf("%s: must be %s, not %s", e.Key, e.Want, e.Got)
 }
 
 // typeError finds, in data that decoded into v with an error that was no
