@@ -9,6 +9,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -190,6 +191,27 @@ type nodeRow struct {
 	Note        string
 }
 
+// printableLines are ls with their ids and details as a person is shown a
+// host's text (outcome.Printable): a control or bidirectional character
+// is as inert in a page as in a terminal, shown as its escape.
+func printableLines(ls []outcome.Line) []outcome.Line {
+	var out []outcome.Line
+	for i, l := range ls {
+		id, detail := outcome.Printable(l.ID), outcome.Printable(l.Detail)
+		if out == nil && id == l.ID && detail == l.Detail {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(ls)
+		}
+		out[i].ID, out[i].Detail = id, detail
+	}
+	if out == nil {
+		return ls
+	}
+	return out
+}
+
 // WriteHTML writes the rollout page of p.
 func WriteHTML(w io.Writer, p Page) error {
 	var b bytes.Buffer
@@ -230,7 +252,7 @@ func (p Page) data() *pageData {
 	for i := range v.Nodes {
 		n := &v.Nodes[i]
 		r := nodeRow{Name: n.Name, Status: n.Status, Order: statusOrder[n.Status], LastApplied: n.LastApplied,
-			Lines: n.FailedLines, Note: n.Note}
+			Lines: printableLines(n.FailedLines), Note: n.Note}
 		if !n.LastContact.IsZero() {
 			s := p.stamp(n.LastContact)
 			r.Contact = &s

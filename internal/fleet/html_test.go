@@ -327,7 +327,8 @@ func TestPageFailedWithLongReasons(t *testing.T) {
 	r.Lines = append(r.Lines,
 		outcomeLine("package:nginx", long),
 		outcomeLine("service:nginx", `</td></tr><script>alert(1)</script><tr><td>`),
-		outcomeLine("file:/etc/a&b", `mode 0644 & owner "root" differ`))
+		outcomeLine("file:/etc/a&b", `mode 0644 & owner "root" differ`),
+		outcomeLine("file:/etc/motd", "purged \x1b]0;owned\x07 and \u202eexe.txt"))
 	f.write(web1, 1, 1, r)
 	f.write(web2, 1, 1, f.report(web2, 1, t0.Add(2*time.Hour), "service:nginx"))
 	f.reportOK(db1, 1, 1, t0.Add(2*time.Hour))
@@ -342,7 +343,7 @@ func TestPageFailedWithLongReasons(t *testing.T) {
 		t.Fatalf("%d rows: %q; want 4", len(rows), rows)
 	}
 	w1 := rows["web-1"]
-	if w1[0] != "failed" || !strings.HasPrefix(w1[3], "3 failed lines: package:nginx package:nginx: dpkg: error") {
+	if w1[0] != "failed" || !strings.HasPrefix(w1[3], "4 failed lines: package:nginx package:nginx: dpkg: error") {
 		t.Errorf("web-1: %q", w1)
 	}
 	for _, want := range []string{strings.TrimSpace(long), `service:nginx: </td></tr><script>alert(1)</script><tr><td>`, `file:/etc/a&b: mode 0644 & owner "root" differ`} {
@@ -361,6 +362,11 @@ func TestPageFailedWithLongReasons(t *testing.T) {
 	}
 	if !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") {
 		t.Error("the reason with markup is not in the page, escaped")
+	}
+	// A control or bidirectional character is shown as its escape, as
+	// in a terminal (muster(1), QUOTED TEXT).
+	if !strings.Contains(w1[3], `file:/etc/motd: purged \x1b]0;owned\a and \u202eexe.txt`) || strings.ContainsAny(page, "\x1b\u202e") {
+		t.Errorf("a control character of a host's line is in the page as it is: %q", w1[3])
 	}
 	// The failed lines open on click: each failed node's are in a
 	// <details>, whose summary names the first.
