@@ -137,10 +137,10 @@ func ReadAll(r io.Reader) ([]byte, error) {
 }
 
 // In names the file an error from ReadFile or Decode is about, in the
-// house style: "FILE:LINE: message" for a syntax error, a cap crossed, a
-// key unknown or a value of the wrong type at a line, "FILE: message"
-// otherwise. An error from the file system, which
-// names the file already, and nil stay as they are.
+// house style: "FILE:LINE: message" for an error about a line (a syntax
+// error, a cap crossed, a key unknown, a value of the wrong type), "FILE:
+// message" otherwise. An error from the file system, which names the file
+// already, and nil stay as they are.
 func In(path string, err error) error {
 	var pe *fs.PathError
 	if err == nil || errors.As(err, &pe) {
