@@ -237,25 +237,18 @@ func openFleetWith(env *Env, admit func(*Env, *mesh.Mesh) (*enrol.Registry, erro
 	return m, reg, briefs, nil
 }
 
-// parseDays parses a duration as Go does ("36h", "90m"), and also whole
-// days ("7d"), the unit validity periods are thought in.
-func parseDays(s string) (time.Duration, error) {
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		d, err := strconv.ParseUint(n, 10, 16)
-		if err != nil {
-			return 0, err
-		}
-		return time.Duration(d) * 24 * time.Hour, nil
-	}
-	return time.ParseDuration(s)
-}
-
-// daysFlag is a duration flag that takes whole days too, as parseDays
-// does: a validity period's.
+// daysFlag is a duration flag for a validity period: a duration as Go
+// gives it ("36h", "90m"), or whole days ("7d"), the unit validity
+// periods are thought in.
 type daysFlag time.Duration
 
 func (d *daysFlag) Set(s string) error {
-	v, err := parseDays(s)
+	v, err := time.ParseDuration(s)
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		var days uint64
+		days, err = strconv.ParseUint(n, 10, 16)
+		v = time.Duration(days) * 24 * time.Hour
+	}
 	if err != nil {
 		return fmt.Errorf(`want a duration such as "90m", "36h" or "7d"`)
 	}
