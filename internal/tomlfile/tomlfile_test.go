@@ -1,6 +1,7 @@
 package tomlfile
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -106,4 +107,40 @@ func TestDecodeNamesTheWrongType(t *testing.T) {
 	if got := In("h.toml", err); got == nil || got.Error() != "h.toml:3: spool: must be a string, not an integer" {
 		t.Errorf("In: %v", got)
 	}
+}
+
+// FuzzDecode: whatever a file holds, Decode into a typed reader never
+// panics, and an error about a line names a line of the file.
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte("spool = \"s\"\n[brief]\nmin = 1\n"))
+	f.Add([]byte("spool = 3\n[apt]\noptions = [1, \"a\"]\nupdate = \"no\"\n"))
+	f.Add([]byte("[[list]]\nx = 1\n[[list]]\nx = \"2\"\n[labels]\na = 1\n"))
+	f.Add([]byte("apt = { options = [\"a\"], update = true, extra = 1 }\nratio = 1\nat = 1979-05-27T07:32:00Z\n"))
+	type reader struct {
+		Spool string `toml:"spool"`
+		Brief struct {
+			Min int64 `toml:"min"`
+		} `toml:"brief"`
+		Apt *struct {
+			Options []string `toml:"options"`
+			Update  bool     `toml:"update"`
+		} `toml:"apt"`
+		List []struct {
+			X int `toml:"x"`
+		} `toml:"list"`
+		Labels map[string]string `toml:"labels"`
+		Ratio  float64           `toml:"ratio"`
+		At     time.Time         `toml:"at"`
+		Any    any               `toml:"any"`
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var r reader
+		err := Decode(data, &r)
+		var le atLine
+		if errors.As(err, &le) {
+			if line, _ := le.at(); line > strings.Count(string(data), "\n")+1 {
+				t.Fatalf("%v: the file has %d lines", err, strings.Count(string(data), "\n")+1)
+			}
+		}
+	})
 }
