@@ -18,8 +18,8 @@ func TestLoadConfig(t *testing.T) {
 		want       string // in the error; "" if it loads
 	}{
 		{"complete", "spool = \"/srv/spool\"\nnode = \"web-1\"\nstate = \"/var/lib/muster\"\n[brief]\nmin_free_root_mb = 512\n[apt]\nupdate = true\noptions = [\"Acquire::Retries=3\"]\n", ""},
-		{"unknown key", "spool = \"s\"\nnode = \"n\"\nstate = \"d\"\noutcome = \"eligible\"\n", `unknown key "outcome"`},
-		{"unknown threshold", "spool = \"s\"\nnode = \"n\"\nstate = \"d\"\n[brief]\nmin_free_mb = 1\n", `unknown key "brief.min_free_mb"`},
+		{"unknown key", "spool = \"s\"\nnode = \"n\"\nstate = \"d\"\noutcome = \"eligible\"\n", `outcome: unknown key`},
+		{"unknown threshold", "spool = \"s\"\nnode = \"n\"\nstate = \"d\"\n[brief]\nmin_free_mb = 1\n", `brief.min_free_mb: unknown key`},
 		{"missing node", "spool = \"s\"\nstate = \"d\"\n", `missing key "node"`},
 		{"negative threshold", "spool = \"s\"\nnode = \"n\"\nstate = \"d\"\n[brief]\nmin_free_state_mb = -1\n", "cannot be negative"},
 		{"bad syntax", "spool = \"s\"\nnode = \n", "muster.toml:2:"},

@@ -53,7 +53,7 @@ type KeyError struct {
 }
 
 func (e *KeyError) Error() string     { return atLineText(e) }
-func (e *KeyError) at() (int, string) { return e.Line, fmt.Sprintf("unknown key %q", e.Key) }
+func (e *KeyError) at() (int, string) { return e.Line, e.Key + ": unknown key" }
 
 // DecodeMeta checks data against the caps (a *CapError when over one),
 // then decodes it into v with the TOML library and returns the library's
