@@ -77,13 +77,13 @@ func runCompletion(env *Env, o completionOptions, args []string) error {
 }
 
 // printNodeNames prints the names of the nodes enrolled now, from the
-// registry alone.
+// registry alone, and writes nothing: the shell runs it on a keystroke.
 func printNodeNames(env *Env) error {
 	m, err := openMesh(env)
 	if err != nil {
 		return err
 	}
-	reg, err := enrol.LoadRegistry(env.Ctx, m)
+	reg, err := enrol.ReadRegistry(env.Ctx, m)
 	if err != nil {
 		return err
 	}

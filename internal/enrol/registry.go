@@ -206,6 +206,17 @@ func (r *Registry) Enrolled(name string) *Identity {
 // LoadRegistry reads the spool's admissions, revocations and refusals and
 // computes who is trusted.
 func LoadRegistry(ctx context.Context, m *mesh.Mesh) (*Registry, error) {
+	return loadRegistry(ctx, m, true)
+}
+
+// ReadRegistry is LoadRegistry for a command that changes nothing, the
+// mesh directory's caches included (shell completion): it reads the
+// registry cache and the records written since, and writes no cache.
+func ReadRegistry(ctx context.Context, m *mesh.Mesh) (*Registry, error) {
+	return loadRegistry(ctx, m, false)
+}
+
+func loadRegistry(ctx context.Context, m *mesh.Mesh, keep bool) (*Registry, error) {
 	r := &Registry{
 		Issued:      map[string]*Issued{},
 		Admitted:    map[string]*Admission{},
@@ -221,6 +232,9 @@ func LoadRegistry(ctx context.Context, m *mesh.Mesh) (*Registry, error) {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("registry cache %s: %v: reading the enrolment records in spool %s again", r.cachePath, err, m.Spool))
 	}
 	r.cache = c
+	if !keep {
+		r.cachePath = "" // saveCache writes nothing
+	}
 	if c == nil {
 		r.cacheStale = true
 	} else {
