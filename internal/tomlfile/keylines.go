@@ -136,37 +136,9 @@ func (sc *keyScanner) value(key []string) bool {
 		_, ok := sc.str()
 		return ok
 	case '[':
-		sc.i++
-		for {
-			sc.skipBlank()
-			switch sc.peek() {
-			case 0:
-				return false
-			case ']':
-				sc.i++
-				return true
-			case ',':
-				sc.i++
-				continue
-			}
-			if !sc.value(key) {
-				return false
-			}
-		}
+		return sc.list(']', func() bool { return sc.value(key) })
 	case '{':
-		sc.i++
-		for {
-			sc.skipBlank()
-			switch sc.peek() {
-			case 0:
-				return false
-			case '}':
-				sc.i++
-				return true
-			case ',':
-				sc.i++
-				continue
-			}
+		return sc.list('}', func() bool {
 			start := sc.i
 			k, ok := sc.key()
 			if !ok {
@@ -174,12 +146,32 @@ func (sc *keyScanner) value(key []string) bool {
 			}
 			full := slices.Concat(key, k)
 			sc.record(full, start)
-			if !sc.assignment(full) {
-				return false
-			}
-		}
+			return sc.assignment(full)
+		})
 	}
 	return sc.scalar()
+}
+
+// list reads the rest of an array or inline table after its opening
+// bracket: elements read by elem, separated by commas, up to end.
+func (sc *keyScanner) list(end byte, elem func() bool) bool {
+	sc.i++
+	for {
+		sc.skipBlank()
+		switch sc.peek() {
+		case 0:
+			return false
+		case end:
+			sc.i++
+			return true
+		case ',':
+			sc.i++
+			continue
+		}
+		if !elem() {
+			return false
+		}
+	}
 }
 
 // scalar skips a number, boolean or date-time.
