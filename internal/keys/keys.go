@@ -128,7 +128,7 @@ func pubFile(dir, role string) string  { return filepath.Join(dir, role+".sign.p
 // FileNames are the names of the files of role's pair in its directory:
 // the two secret halves and the public-key file (see Load).
 func FileNames(role string) []string {
-	return []string{role + ".age", role + ".sign", role + ".sign.pub"}
+	return []string{filepath.Base(ageFile("", role)), filepath.Base(signFile("", role)), filepath.Base(pubFile("", role))}
 }
 
 // Write stores the secret halves of p in dir as ROLE.age and ROLE.sign,
@@ -221,9 +221,10 @@ func Load(dir, role string) (*Pair, error) {
 // seed, sealed under a key derived from the seed (Sealer, as the host's
 // state files are): only the holder of the seed can write one that Load
 // takes. A file that is missing, damaged, of another key or changed by
-// hand is ignored, and the public half derived again. Write writes the file; Load writes
-// nothing (a command that promises to write nothing keeps its word), and
-// KeepPublic writes it again for a pair Load had to derive.
+// hand is ignored, and the public half derived again. Write writes the
+// file; Load writes nothing (a command that promises to write nothing
+// keeps its word), and KeepPublic writes it again for a pair Load had to
+// derive.
 const (
 	pubPrefix = "MUSTER-SIGN-PUBLIC-KEY-1:"
 	pubLabel  = "muster signing key public half v1"
